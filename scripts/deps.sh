@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# deps.sh build|test - install what building (or testing) loom needs on a
+# Debian 12 machine.  Needs root for apt-get; does nothing for packages
+# already installed.
+set -euo pipefail
+
+build_pkgs=(gcc meson ninja-build pkg-config)
+# The tests also compile with clang, generate the ABI probe with python3,
+# and compare against the reference libfabric (headers, library, tools).
+test_pkgs=(clang python3 libfabric-dev libfabric-bin binutils)
+
+want=("${build_pkgs[@]}")
+[ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")
+
+missing=()
+for p in "${want[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+		missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" != 0 ]; then
+	echo "deps.sh: missing packages: ${missing[*]} (run as root, or install them)" >&2
+	exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,372 @@
+/* match.c - fi_getinfo hint matching: decide whether a provider's template
+ * fi_info can serve an application's hints, and build the answer the
+ * application gets (the template narrowed to what it asked for).  The
+ * rules are those of man fi_getinfo, fi_domain, fi_endpoint and fi_mr:
+ * a zero hint is a wildcard (except mode bits), a non-zero hint must be
+ * met or the template is rejected with -FI_ENODATA. */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core.h"
+
+#define REJECT(what, ...)                                                                \
+	do {                                                                             \
+		LM_INFO(&lm_core_prov, FI_LOG_CORE, "%s: " what "\n",                    \
+			tmpl->fabric_attr && tmpl->fabric_attr->prov_name               \
+				? tmpl->fabric_attr->prov_name                           \
+				: "?",                                                   \
+			##__VA_ARGS__);                                                  \
+		return -FI_ENODATA;                                                      \
+	} while (0)
+
+/* A primary capability asked for without modifiers means all of them. */
+static uint64_t expand_caps(uint64_t caps)
+{
+	if ((caps & (FI_MSG | FI_TAGGED | FI_COLLECTIVE | FI_VARIABLE_MSG)) &&
+	    !(caps & LM_MSG_MODIFIERS))
+		caps |= LM_MSG_MODIFIERS;
+	if ((caps & (FI_RMA | FI_ATOMIC)) && !(caps & LM_RMA_MODIFIERS))
+		caps |= LM_RMA_MODIFIERS;
+	return caps;
+}
+
+/* What to report: the primary capabilities (and modifiers) asked for,
+ * plus the template's secondary capabilities, which may be reported
+ * unrequested. */
+static uint64_t narrow_caps(uint64_t want, uint64_t have)
+{
+	if (!want)
+		return have;
+	want = expand_caps(want) & have;
+	return want | (have & LM_SECONDARY_CAPS & ~FI_SOURCE_ERR);
+}
+
+static bool caps_ok(uint64_t want, uint64_t have)
+{
+	return !(expand_caps(want) & ~have);
+}
+
+/* Threading levels, weakest first: a provider that is safe at one level
+ * serves every weaker request. */
+static int thread_rank(enum fi_threading t)
+{
+	switch (t) {
+	case FI_THREAD_DOMAIN:
+		return 1;
+	case FI_THREAD_COMPLETION:
+		return 2;
+	case FI_THREAD_ENDPOINT:
+		return 3;
+	case FI_THREAD_FID:
+		return 4;
+	case FI_THREAD_SAFE:
+		return 5;
+	default:
+		return 0;
+	}
+}
+
+#define MR_BASIC_BITS (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY)
+
+/* The mr_mode bits an application accepts, in post-1.5 form.  Before 1.5
+ * (and for the legacy values at any version) the field holds FI_MR_BASIC,
+ * FI_MR_SCALABLE or FI_MR_UNSPEC, and the FI_LOCAL_MR mode bit means
+ * the application registers local buffers. */
+static int app_mr_bits(uint32_t version, const struct fi_info *hints, int mr_mode)
+{
+	int local = (hints->mode & FI_LOCAL_MR) ? FI_MR_LOCAL : 0;
+
+	if (mr_mode == FI_MR_BASIC)
+		return MR_BASIC_BITS | local;
+	if (mr_mode == FI_MR_SCALABLE)
+		return local;
+	if (mr_mode == FI_MR_UNSPEC || FI_VERSION_LT(version, FI_VERSION(1, 5)))
+		return MR_BASIC_BITS | local;
+	return mr_mode | local;
+}
+
+static int match_domain(uint32_t version, const struct fi_info *tmpl,
+			const struct fi_info *hints, struct fi_info *out)
+{
+	const struct fi_domain_attr *p = tmpl->domain_attr, *h = hints->domain_attr;
+	struct fi_domain_attr *o = out->domain_attr;
+	int accept;
+
+	if (!h)
+		goto legacy_mr;
+	if (h->name && (!p->name || strcmp(h->name, p->name)))
+		REJECT("domain %s not offered", h->name);
+	if (h->threading) {
+		if (thread_rank(h->threading) > thread_rank(p->threading))
+			REJECT("threading %d not supported", h->threading);
+		o->threading = h->threading;
+	}
+	if (h->control_progress) {
+		if (h->control_progress == FI_PROGRESS_AUTO &&
+		    p->control_progress != FI_PROGRESS_AUTO)
+			REJECT("automatic control progress not supported");
+		o->control_progress = h->control_progress;
+	}
+	if (h->data_progress) {
+		if (h->data_progress == FI_PROGRESS_AUTO && p->data_progress != FI_PROGRESS_AUTO)
+			REJECT("automatic data progress not supported");
+		o->data_progress = h->data_progress;
+	}
+	if (h->resource_mgmt) {
+		if (h->resource_mgmt == FI_RM_ENABLED && p->resource_mgmt != FI_RM_ENABLED)
+			REJECT("resource management not supported");
+		o->resource_mgmt = h->resource_mgmt;
+	}
+	if (h->av_type) {
+		if (p->av_type && p->av_type != h->av_type)
+			REJECT("av_type %d not supported", h->av_type);
+		o->av_type = h->av_type;
+	}
+	if (h->mr_key_size > p->mr_key_size)
+		REJECT("mr_key_size %zu too large", h->mr_key_size);
+	if (h->cq_data_size > p->cq_data_size)
+		REJECT("cq_data_size %zu too large", h->cq_data_size);
+	if (h->cq_cnt > p->cq_cnt || h->ep_cnt > p->ep_cnt || h->cntr_cnt > p->cntr_cnt ||
+	    h->tx_ctx_cnt > p->tx_ctx_cnt || h->rx_ctx_cnt > p->rx_ctx_cnt ||
+	    h->max_ep_tx_ctx > p->max_ep_tx_ctx || h->max_ep_rx_ctx > p->max_ep_rx_ctx ||
+	    h->max_ep_stx_ctx > p->max_ep_stx_ctx || h->max_ep_srx_ctx > p->max_ep_srx_ctx ||
+	    h->mr_iov_limit > p->mr_iov_limit || h->mr_cnt > p->mr_cnt ||
+	    h->max_err_data > p->max_err_data || h->auth_key_size > p->auth_key_size)
+		REJECT("a domain resource count exceeds the provider's");
+	if (!caps_ok(h->caps, p->caps))
+		REJECT("domain caps 0x%llx not supported", (unsigned long long)h->caps);
+	o->caps = h->caps ? narrow_caps(h->caps, p->caps) : p->caps;
+	if (p->mode & ~h->mode)
+		REJECT("domain mode 0x%llx required", (unsigned long long)p->mode);
+	if (h->tclass)
+		o->tclass = h->tclass;
+
+legacy_mr:
+	accept = app_mr_bits(version, hints, h ? h->mr_mode : FI_MR_UNSPEC);
+	if (p->mr_mode & ~accept)
+		REJECT("mr_mode 0x%x required", p->mr_mode);
+	o->mr_mode = p->mr_mode;
+	if (FI_VERSION_LT(version, FI_VERSION(1, 5)) ||
+	    (h && (h->mr_mode == FI_MR_BASIC || h->mr_mode == FI_MR_SCALABLE))) {
+		/* Answer in the form the application speaks. */
+		if (p->mr_mode & FI_MR_LOCAL)
+			out->mode |= FI_LOCAL_MR;
+		o->mr_mode = (p->mr_mode & MR_BASIC_BITS) ? FI_MR_BASIC : FI_MR_SCALABLE;
+	}
+	return 0;
+}
+
+static int match_ep(const struct fi_info *tmpl, const struct fi_info *hints,
+		    struct fi_info *out)
+{
+	const struct fi_ep_attr *p = tmpl->ep_attr, *h = hints->ep_attr;
+	struct fi_ep_attr *o = out->ep_attr;
+
+	if (!h)
+		return 0;
+	if (h->type && h->type != p->type)
+		REJECT("endpoint type %d not offered", h->type);
+	if (h->protocol && h->protocol != p->protocol)
+		REJECT("protocol %u not offered", h->protocol);
+	if (h->protocol_version && h->protocol_version > p->protocol_version)
+		REJECT("protocol version %u too new", h->protocol_version);
+	if (h->max_msg_size > p->max_msg_size)
+		REJECT("max_msg_size %zu too large", h->max_msg_size);
+	if (h->msg_prefix_size && h->msg_prefix_size != p->msg_prefix_size)
+		REJECT("msg_prefix_size %zu not offered", h->msg_prefix_size);
+	if (h->max_order_raw_size > p->max_order_raw_size ||
+	    h->max_order_war_size > p->max_order_war_size ||
+	    h->max_order_waw_size > p->max_order_waw_size)
+		REJECT("ordered data size too large");
+	if (h->tx_ctx_cnt != FI_SHARED_CONTEXT && h->tx_ctx_cnt > p->tx_ctx_cnt)
+		REJECT("tx_ctx_cnt %zu too large", h->tx_ctx_cnt);
+	if (h->rx_ctx_cnt != FI_SHARED_CONTEXT && h->rx_ctx_cnt > p->rx_ctx_cnt)
+		REJECT("rx_ctx_cnt %zu too large", h->rx_ctx_cnt);
+	if ((h->tx_ctx_cnt == FI_SHARED_CONTEXT || h->rx_ctx_cnt == FI_SHARED_CONTEXT) &&
+	    !(p->tx_ctx_cnt == FI_SHARED_CONTEXT || p->rx_ctx_cnt == FI_SHARED_CONTEXT))
+		REJECT("shared contexts not supported");
+	if (h->auth_key_size > 0)
+		REJECT("authorization keys not supported");
+	if (h->mem_tag_format)
+		o->mem_tag_format = h->mem_tag_format;
+	return 0;
+}
+
+static int match_tx(const struct fi_info *tmpl, const struct fi_info *hints,
+		    struct fi_info *out)
+{
+	const struct fi_tx_attr *p = tmpl->tx_attr, *h = hints->tx_attr;
+	struct fi_tx_attr *o = out->tx_attr;
+
+	if (!h)
+		return 0;
+	if (!caps_ok(h->caps, p->caps))
+		REJECT("tx caps 0x%llx not supported", (unsigned long long)h->caps);
+	if (h->op_flags & ~p->op_flags &
+	    ~(FI_COMPLETION | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE))
+		REJECT("tx op_flags 0x%llx not supported", (unsigned long long)h->op_flags);
+	if (h->msg_order & ~p->msg_order)
+		REJECT("tx msg_order 0x%llx not supported", (unsigned long long)h->msg_order);
+	if (h->comp_order & ~p->comp_order)
+		REJECT("tx comp_order 0x%llx not supported",
+		       (unsigned long long)h->comp_order);
+	if (h->inject_size > p->inject_size || h->size > p->size ||
+	    h->iov_limit > p->iov_limit || h->rma_iov_limit > p->rma_iov_limit)
+		REJECT("a tx size exceeds the provider's");
+	if (p->mode & ~(h->mode ? h->mode : hints->mode))
+		REJECT("tx mode 0x%llx required", (unsigned long long)p->mode);
+	if (h->caps)
+		o->caps = narrow_caps(h->caps, p->caps);
+	if (h->op_flags)
+		o->op_flags = h->op_flags;
+	if (h->msg_order)
+		o->msg_order = h->msg_order | p->msg_order;
+	if (h->tclass)
+		o->tclass = h->tclass;
+	return 0;
+}
+
+static int match_rx(const struct fi_info *tmpl, const struct fi_info *hints,
+		    struct fi_info *out)
+{
+	const struct fi_rx_attr *p = tmpl->rx_attr, *h = hints->rx_attr;
+	struct fi_rx_attr *o = out->rx_attr;
+
+	if (!h)
+		return 0;
+	if (!caps_ok(h->caps, p->caps))
+		REJECT("rx caps 0x%llx not supported", (unsigned long long)h->caps);
+	if (h->op_flags & ~p->op_flags & ~(FI_COMPLETION | FI_MULTI_RECV))
+		REJECT("rx op_flags 0x%llx not supported", (unsigned long long)h->op_flags);
+	if (h->msg_order & ~p->msg_order)
+		REJECT("rx msg_order 0x%llx not supported", (unsigned long long)h->msg_order);
+	if (h->comp_order & ~p->comp_order)
+		REJECT("rx comp_order 0x%llx not supported",
+		       (unsigned long long)h->comp_order);
+	if (h->total_buffered_recv > p->total_buffered_recv || h->size > p->size ||
+	    h->iov_limit > p->iov_limit)
+		REJECT("an rx size exceeds the provider's");
+	if (p->mode & ~(h->mode ? h->mode : hints->mode))
+		REJECT("rx mode 0x%llx required", (unsigned long long)p->mode);
+	if (h->caps)
+		o->caps = narrow_caps(h->caps, p->caps);
+	if (h->op_flags)
+		o->op_flags = h->op_flags;
+	if (h->msg_order)
+		o->msg_order = h->msg_order | p->msg_order;
+	return 0;
+}
+
+static bool addr_format_ok(uint32_t want, uint32_t have)
+{
+	if (!want || want == have)
+		return true;
+	/* FI_SOCKADDR means any sockaddr the runtime family decides. */
+	return want == FI_SOCKADDR && (have == FI_SOCKADDR_IN || have == FI_SOCKADDR_IN6);
+}
+
+static int match_top(const struct fi_info *tmpl, const struct fi_info *hints,
+		     struct fi_info *out)
+{
+	const struct fi_fabric_attr *pf = tmpl->fabric_attr, *hf = hints->fabric_attr;
+
+	if (!caps_ok(hints->caps, tmpl->caps))
+		REJECT("caps 0x%llx not supported",
+		       (unsigned long long)(hints->caps & ~tmpl->caps));
+	/* Modes are requirements the application must accept: a zero mode
+	 * hint accepts none. */
+	if (tmpl->mode & ~hints->mode)
+		REJECT("mode 0x%llx required", (unsigned long long)(tmpl->mode & ~hints->mode));
+	if (!addr_format_ok(hints->addr_format, tmpl->addr_format))
+		REJECT("address format %u not supported", hints->addr_format);
+	if (hf && hf->name && (!pf->name || strcmp(hf->name, pf->name)))
+		REJECT("fabric %s not offered", hf->name);
+
+	out->caps = narrow_caps(hints->caps, tmpl->caps);
+	out->mode = tmpl->mode & hints->mode;
+	/* Keep the sub-attribute capabilities within what the answer has. */
+	out->tx_attr->caps &= out->caps | LM_MSG_MODIFIERS | LM_RMA_MODIFIERS;
+	out->rx_attr->caps &= out->caps | LM_MSG_MODIFIERS | LM_RMA_MODIFIERS;
+	if (hints->handle)
+		out->handle = hints->handle;
+	return 0;
+}
+
+static int copy_addr(void **dst, size_t *dstlen, const void *src, size_t len)
+{
+	if (!src || !len)
+		return 0;
+	free(*dst);
+	*dst = malloc(len);
+	if (!*dst) {
+		*dstlen = 0;
+		return -FI_ENOMEM;
+	}
+	memcpy(*dst, src, len);
+	*dstlen = len;
+	return 0;
+}
+
+int lm_info_match(uint32_t version, const struct fi_info *tmpl,
+		  const struct fi_info *hints, struct fi_info **out)
+{
+	struct fi_info *o;
+	int ret;
+
+	*out = NULL;
+	o = lm_info_dup(tmpl);
+	if (!o)
+		return -FI_ENOMEM;
+	if (hints) {
+		ret = match_top(tmpl, hints, o);
+		if (!ret)
+			ret = match_ep(tmpl, hints, o);
+		if (!ret)
+			ret = match_domain(version, tmpl, hints, o);
+		if (!ret)
+			ret = match_tx(tmpl, hints, o);
+		if (!ret)
+			ret = match_rx(tmpl, hints, o);
+		if (!ret && hints->addr_format && hints->addr_format == tmpl->addr_format) {
+			ret = copy_addr(&o->src_addr, &o->src_addrlen, hints->src_addr,
+					hints->src_addrlen);
+			if (!ret)
+				ret = copy_addr(&o->dest_addr, &o->dest_addrlen,
+						hints->dest_addr, hints->dest_addrlen);
+		}
+		if (ret) {
+			lm_info_free(o);
+			return ret;
+		}
+	} else if (FI_VERSION_LT(version, FI_VERSION(1, 5))) {
+		struct fi_info legacy = {0};
+
+		ret = match_domain(version, tmpl, &legacy, o);
+		if (ret) {
+			lm_info_free(o);
+			return ret;
+		}
+	}
+	*out = o;
+	return 0;
+}
+
+int lm_info_match_list(uint32_t version, const struct fi_info *const *tmpls,
+		       const struct fi_info *hints, struct fi_info **info)
+{
+	struct fi_info **tail = info;
+	int ret;
+
+	while (*tail)
+		tail = &(*tail)->next;
+	for (; *tmpls; tmpls++) {
+		ret = lm_info_match(version, *tmpls, hints, tail);
+		if (ret == -FI_ENODATA)
+			continue;
+		if (ret)
+			return ret;
+		tail = &(*tail)->next;
+	}
+	return *info ? 0 : -FI_ENODATA;
+}
