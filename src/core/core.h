@@ -72,7 +72,7 @@ int lm_info_match_list(uint32_t version, const struct fi_info *const *tmpls,
 /* Capability groups (man fi_getinfo). */
 #define LM_PRIMARY_CAPS                                                                  \
 	(FI_MSG | FI_RMA | FI_TAGGED | FI_ATOMIC | FI_MULTICAST | FI_NAMED_RX_CTX |      \
-	 FI_DIRECTED_RECV | FI_VARIABLE_MSG | FI_HMEM | FI_COLLECTIVE | FI_XPU)
+	 FI_DIRECTED_RECV | FI_VARIABLE_MSG | FI_HMEM | FI_COLLECTIVE)
 #define LM_MSG_MODIFIERS (FI_SEND | FI_RECV)
 #define LM_RMA_MODIFIERS (FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
 #define LM_SECONDARY_CAPS                                                                \

@@ -1,6 +1,8 @@
 /* strerror.c - fi_strerror: text for libfabric error codes, falling back on
  * the C library's text for plain errno values. */
-
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* strerror_r returning char *, as meson also sets */
+#endif
 #include <limits.h>
 #include <string.h>
 

@@ -65,7 +65,7 @@ objdump_names() {
 verdefs() {
 	objdump -p "$1" | awk '
 		/^Version definitions:/ { on = 1; next }
-		/^Version References:/ || /^$/ { if (on) exit }
+		/^Version References:/ || /^$/ { on = 0; next }  # read on: no SIGPIPE
 		on && /^[0-9]+ / { cur = $4; print cur; next }
 		on && /^\t/ { gsub(/[ \t]/, ""); print cur " <- " $0 }' | sort
 }
