@@ -52,6 +52,10 @@ trap 'rm -rf "$tmp"' EXIT
 while read -r var; do
 	unset "$var"
 done < <(compgen -e | grep -E '^FI_' || true)
+# A sanitizer runtime preloaded by the test harness (ASan builds of loom
+# loaded into Debian's tools) is kept; nothing else preloaded is.
+sanitizer_preload=
+case "${LD_PRELOAD:-}" in *libasan*) sanitizer_preload=$LD_PRELOAD ;; esac
 unset LD_PRELOAD LD_LIBRARY_PATH LD_DEBUG LD_DEBUG_OUTPUT
 export LC_ALL=C
 
@@ -80,6 +84,9 @@ run() {
 	(
 		if [ -n "$libenv" ]; then
 			export LD_LIBRARY_PATH="$libenv"
+		fi
+		if [ -n "$sanitizer_preload" ]; then
+			export LD_PRELOAD="$sanitizer_preload"
 		fi
 		export LD_DEBUG=libs LD_DEBUG_OUTPUT="$tmp/ld"
 		exec -a "$argv0" "$bin" "$@"
