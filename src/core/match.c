@@ -193,35 +193,63 @@ static int match_ep(const struct fi_info *tmpl, const struct fi_info *hints,
 	return 0;
 }
 
-static int match_tx(const struct fi_info *tmpl, const struct fi_info *hints,
-		    struct fi_info *out)
-{
-	const struct fi_tx_attr *p = tmpl->tx_attr, *h = hints->tx_attr;
-	struct fi_tx_attr *o = out->tx_attr;
+/* The fields transmit and receive attributes share, in the order both
+ * structs declare them. */
+struct xfer_attr {
+	uint64_t caps, mode, op_flags, msg_order, comp_order;
+};
 
-	if (!h)
-		return 0;
+#define XFER_ATTR(a) {(a)->caps, (a)->mode, (a)->op_flags, (a)->msg_order, (a)->comp_order}
+
+/* Checks common to tx and rx attributes; flags_free are operation flags
+ * every provider honours whatever its template says.  o holds the answer
+ * so far and is narrowed only where the hints ask. */
+static int match_xfer(const struct fi_info *tmpl, const char *dir,
+		      const struct xfer_attr *h, const struct xfer_attr *p,
+		      uint64_t info_mode, uint64_t flags_free, struct xfer_attr *o)
+{
 	if (!caps_ok(h->caps, p->caps))
-		REJECT("tx caps 0x%llx not supported", (unsigned long long)h->caps);
-	if (h->op_flags & ~p->op_flags &
-	    ~(FI_COMPLETION | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE))
-		REJECT("tx op_flags 0x%llx not supported", (unsigned long long)h->op_flags);
+		REJECT("%s caps 0x%llx not supported", dir, (unsigned long long)h->caps);
+	if (h->op_flags & ~p->op_flags & ~flags_free)
+		REJECT("%s op_flags 0x%llx not supported", dir,
+		       (unsigned long long)h->op_flags);
 	if (h->msg_order & ~p->msg_order)
-		REJECT("tx msg_order 0x%llx not supported", (unsigned long long)h->msg_order);
+		REJECT("%s msg_order 0x%llx not supported", dir,
+		       (unsigned long long)h->msg_order);
 	if (h->comp_order & ~p->comp_order)
-		REJECT("tx comp_order 0x%llx not supported",
+		REJECT("%s comp_order 0x%llx not supported", dir,
 		       (unsigned long long)h->comp_order);
-	if (h->inject_size > p->inject_size || h->size > p->size ||
-	    h->iov_limit > p->iov_limit || h->rma_iov_limit > p->rma_iov_limit)
-		REJECT("a tx size exceeds the provider's");
-	if (p->mode & ~(h->mode ? h->mode : hints->mode))
-		REJECT("tx mode 0x%llx required", (unsigned long long)p->mode);
+	if (p->mode & ~(h->mode ? h->mode : info_mode))
+		REJECT("%s mode 0x%llx required", dir, (unsigned long long)p->mode);
 	if (h->caps)
 		o->caps = narrow_caps(h->caps, p->caps);
 	if (h->op_flags)
 		o->op_flags = h->op_flags;
 	if (h->msg_order)
 		o->msg_order = h->msg_order | p->msg_order;
+	return 0;
+}
+
+static int match_tx(const struct fi_info *tmpl, const struct fi_info *hints,
+		    struct fi_info *out)
+{
+	const struct fi_tx_attr *p = tmpl->tx_attr, *h = hints->tx_attr;
+	struct fi_tx_attr *o = out->tx_attr;
+	struct xfer_attr hx = XFER_ATTR(h ? h : p), px = XFER_ATTR(p), ox = XFER_ATTR(o);
+	int ret;
+
+	if (!h)
+		return 0;
+	ret = match_xfer(tmpl, "tx", &hx, &px, hints->mode,
+			 FI_COMPLETION | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE, &ox);
+	if (ret)
+		return ret;
+	if (h->inject_size > p->inject_size || h->size > p->size ||
+	    h->iov_limit > p->iov_limit || h->rma_iov_limit > p->rma_iov_limit)
+		REJECT("a tx size exceeds the provider's");
+	o->caps = ox.caps;
+	o->op_flags = ox.op_flags;
+	o->msg_order = ox.msg_order;
 	if (h->tclass)
 		o->tclass = h->tclass;
 	return 0;
@@ -232,29 +260,21 @@ static int match_rx(const struct fi_info *tmpl, const struct fi_info *hints,
 {
 	const struct fi_rx_attr *p = tmpl->rx_attr, *h = hints->rx_attr;
 	struct fi_rx_attr *o = out->rx_attr;
+	struct xfer_attr hx = XFER_ATTR(h ? h : p), px = XFER_ATTR(p), ox = XFER_ATTR(o);
+	int ret;
 
 	if (!h)
 		return 0;
-	if (!caps_ok(h->caps, p->caps))
-		REJECT("rx caps 0x%llx not supported", (unsigned long long)h->caps);
-	if (h->op_flags & ~p->op_flags & ~(FI_COMPLETION | FI_MULTI_RECV))
-		REJECT("rx op_flags 0x%llx not supported", (unsigned long long)h->op_flags);
-	if (h->msg_order & ~p->msg_order)
-		REJECT("rx msg_order 0x%llx not supported", (unsigned long long)h->msg_order);
-	if (h->comp_order & ~p->comp_order)
-		REJECT("rx comp_order 0x%llx not supported",
-		       (unsigned long long)h->comp_order);
+	ret = match_xfer(tmpl, "rx", &hx, &px, hints->mode, FI_COMPLETION | FI_MULTI_RECV,
+			 &ox);
+	if (ret)
+		return ret;
 	if (h->total_buffered_recv > p->total_buffered_recv || h->size > p->size ||
 	    h->iov_limit > p->iov_limit)
 		REJECT("an rx size exceeds the provider's");
-	if (p->mode & ~(h->mode ? h->mode : hints->mode))
-		REJECT("rx mode 0x%llx required", (unsigned long long)p->mode);
-	if (h->caps)
-		o->caps = narrow_caps(h->caps, p->caps);
-	if (h->op_flags)
-		o->op_flags = h->op_flags;
-	if (h->msg_order)
-		o->msg_order = h->msg_order | p->msg_order;
+	o->caps = ox.caps;
+	o->op_flags = ox.op_flags;
+	o->msg_order = ox.msg_order;
 	return 0;
 }
 
