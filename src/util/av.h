@@ -1,0 +1,78 @@
+/* av.h - address vectors (man fi_av): a table of provider addresses indexed
+ * by fi_addr_t, with constant-time lookups for the data path and a hash for
+ * address -> fi_addr_t. */
+#ifndef LOOM_UTIL_AV_H
+#define LOOM_UTIL_AV_H
+
+/* Included from util.h, which declares lm_domain, lm_eq, lm_lock and the
+ * containers used here. */
+
+struct lm_av;
+
+/* How a provider's addresses look; the provider sets one of these in
+ * lm_domain.av_addr_ops.  Applications give binary addresses of addrlen
+ * bytes, or, on an FI_ADDR_STR domain, strings that from_str parses. */
+struct lm_av_addr_ops {
+	size_t addrlen; /* every address is this many bytes */
+	/* A node (FI_ADDR_STR text, or host with service) to address bytes;
+	 * -FI_EINVAL when it cannot be parsed. */
+	int (*from_str)(const char *node, const char *service, void *addr);
+	/* For fi_av_straddr: write at most *len bytes (NUL-terminated when
+	 * anything is written) and set *len to the full length with NUL. */
+	int (*to_str)(const void *addr, char *buf, size_t *len);
+	/* Optional: attach the provider's peer object (returned by
+	 * lm_av_peer); a negative return fails that one insertion. */
+	int (*on_insert)(struct lm_av *av, fi_addr_t fi_addr, const void *addr,
+	                 void **peer);
+	/* Optional: the entry is going away (fi_av_remove or close). */
+	void (*on_remove)(struct lm_av *av, fi_addr_t fi_addr, void *peer);
+};
+
+struct lm_av_entry;
+
+/* The fi_addr_t -> entry table.  It is replaced, never resized in place,
+ * so data-path readers need no lock; replaced tables are kept until the
+ * AV closes. */
+struct lm_av_table {
+	size_t cap;
+	struct lm_av_table *retired; /* the table this one replaced */
+	struct lm_av_entry *_Atomic slot[];
+};
+
+struct lm_av {
+	struct fid_av av_fid;
+	struct lm_domain *domain;
+	const struct lm_av_addr_ops *ops;
+	enum fi_av_type type;
+	uint64_t flags;    /* fi_av_attr.flags (FI_EVENT, FI_SYMMETRIC) */
+	bool str_format;   /* the domain's addr_format is FI_ADDR_STR */
+	uint64_t idx_mask; /* fi_addr_t bits left of the rx context bits */
+	struct lm_av_table *_Atomic table;
+	size_t next_idx;  /* one past the highest index ever used */
+	size_t *free_idx; /* min-heap of removed indices below next_idx */
+	size_t free_cnt, free_cap;
+	size_t used;            /* live entries */
+	struct lm_hmap by_addr; /* lm_hash_bytes(address) -> entry */
+	struct lm_bufpool pool; /* entries */
+	void *scratch;          /* one address, parsed from text */
+	struct lm_lock lock;
+	atomic_int ref; /* endpoints bound */
+	struct lm_eq *eq;
+};
+
+/* fi_av_open; needs the domain's av_addr_ops (-FI_ENOSYS without). */
+int lm_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av **av,
+               void *context);
+
+/* Data-path lookups, constant time and lock-free (rx context bits of a
+ * scalable endpoint's fi_addr are ignored).  NULL / FI_ADDR_NOTAVAIL when
+ * the fi_addr does not name a live entry. */
+const void *lm_av_addr(struct lm_av *av, fi_addr_t fi_addr);
+void *lm_av_peer(struct lm_av *av, fi_addr_t fi_addr);
+/* The user id given with FI_AV_USER_ID, else fi_addr itself. */
+fi_addr_t lm_av_user_id(struct lm_av *av, fi_addr_t fi_addr);
+/* Address bytes -> fi_addr (for FI_SOURCE); takes the AV lock when the
+ * threading model shares it.  FI_ADDR_NOTAVAIL when unknown. */
+fi_addr_t lm_av_reverse(struct lm_av *av, const void *addr);
+
+#endif

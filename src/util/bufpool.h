@@ -1,0 +1,29 @@
+/* bufpool.h - the one buffer pool: fixed-size elements carved from chunks
+ * allocated as the pool grows (up to an optional limit), recycled through
+ * a free list, so fast paths never call malloc.  Not thread-safe: callers
+ * hold their object's lock. */
+#ifndef LOOM_UTIL_BUFPOOL_H
+#define LOOM_UTIL_BUFPOOL_H
+
+#include <stddef.h>
+
+struct lm_bufpool {
+	size_t elem_size;  /* rounded up to the alignment */
+	size_t align;
+	size_t chunk_count; /* elements per chunk */
+	size_t max_count;   /* 0: unlimited */
+	size_t total;	    /* elements carved so far */
+	size_t in_use;
+	void *free_list;
+	void *chunks; /* chain of chunks, for release */
+};
+
+/* align must be a power of two (0 means sizeof(void *)). */
+int lm_bufpool_init(struct lm_bufpool *p, size_t elem_size, size_t align,
+		    size_t chunk_count, size_t max_count);
+void lm_bufpool_fini(struct lm_bufpool *p);
+/* NULL when the limit is reached or memory is short. */
+void *lm_bufpool_alloc(struct lm_bufpool *p);
+void lm_bufpool_free(struct lm_bufpool *p, void *elem);
+
+#endif

@@ -1,0 +1,120 @@
+/* hash.c - the intrusive chained hash map of hash.h. */
+#include <stdlib.h>
+
+#include "hash.h"
+
+static uint64_t mix(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdULL;
+	k ^= k >> 33;
+	k *= 0xc4ceb9fe1a85ec53ULL;
+	k ^= k >> 33;
+	return k;
+}
+
+uint64_t lm_hash_bytes(const void *data, size_t len)
+{
+	const unsigned char *p = data;
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= p[i];
+		h *= 0x100000001b3ULL;
+	}
+	return mix(h);
+}
+
+int lm_hmap_init(struct lm_hmap *m, size_t expected)
+{
+	size_t n = 16;
+
+	while (n < expected)
+		n <<= 1;
+	m->buckets = calloc(n, sizeof(*m->buckets));
+	if (!m->buckets)
+		return -1;
+	m->nbuckets = n;
+	m->count = 0;
+	return 0;
+}
+
+void lm_hmap_fini(struct lm_hmap *m)
+{
+	free(m->buckets);
+	m->buckets = NULL;
+	m->nbuckets = m->count = 0;
+}
+
+static size_t slot(const struct lm_hmap *m, uint64_t key)
+{
+	return (size_t)(mix(key) & (m->nbuckets - 1));
+}
+
+static void grow(struct lm_hmap *m)
+{
+	size_t n = m->nbuckets * 2;
+	struct lm_hnode **b = calloc(n, sizeof(*b));
+	struct lm_hmap bigger = {b, n, m->count};
+
+	if (!b)
+		return;
+	for (size_t i = 0; i < m->nbuckets; i++) {
+		struct lm_hnode *node = m->buckets[i], *next;
+
+		for (; node; node = next) {
+			size_t s = slot(&bigger, node->key);
+
+			next = node->next;
+			node->next = b[s];
+			b[s] = node;
+		}
+	}
+	free(m->buckets);
+	*m = bigger;
+}
+
+void lm_hmap_insert(struct lm_hmap *m, struct lm_hnode *n, uint64_t key)
+{
+	size_t s;
+
+	if (m->count >= m->nbuckets)
+		grow(m);
+	s = slot(m, key);
+	n->key = key;
+	n->next = m->buckets[s];
+	m->buckets[s] = n;
+	m->count++;
+}
+
+void lm_hmap_remove(struct lm_hmap *m, struct lm_hnode *n)
+{
+	struct lm_hnode **pp = &m->buckets[slot(m, n->key)];
+
+	for (; *pp; pp = &(*pp)->next) {
+		if (*pp == n) {
+			*pp = n->next;
+			n->next = NULL;
+			m->count--;
+			return;
+		}
+	}
+}
+
+struct lm_hnode *lm_hmap_find(const struct lm_hmap *m, uint64_t key)
+{
+	struct lm_hnode *n = m->nbuckets ? m->buckets[slot(m, key)] : NULL;
+
+	while (n && n->key != key)
+		n = n->next;
+	return n;
+}
+
+struct lm_hnode *lm_hmap_find_next(const struct lm_hnode *n)
+{
+	uint64_t key = n->key;
+
+	for (n = n->next; n && n->key != key; n = n->next)
+		;
+	return (struct lm_hnode *)n;
+}

@@ -1,0 +1,35 @@
+/* hash.h - the one hash map: intrusive, chained, keyed by uint64_t, growing
+ * as it fills.  Several nodes may share a key (callers that hash longer
+ * keys, such as addresses, walk the duplicates and compare).  Not
+ * thread-safe: callers hold their object's lock. */
+#ifndef LOOM_UTIL_HASH_H
+#define LOOM_UTIL_HASH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct lm_hnode {
+	struct lm_hnode *next;
+	uint64_t key;
+};
+
+struct lm_hmap {
+	struct lm_hnode **buckets;
+	size_t nbuckets; /* a power of two */
+	size_t count;
+};
+
+int lm_hmap_init(struct lm_hmap *m, size_t expected);
+void lm_hmap_fini(struct lm_hmap *m);
+/* Never fails for lack of memory: a map that cannot grow keeps working
+ * with longer chains. */
+void lm_hmap_insert(struct lm_hmap *m, struct lm_hnode *n, uint64_t key);
+void lm_hmap_remove(struct lm_hmap *m, struct lm_hnode *n);
+struct lm_hnode *lm_hmap_find(const struct lm_hmap *m, uint64_t key);
+/* The next node after n with the same key, or NULL. */
+struct lm_hnode *lm_hmap_find_next(const struct lm_hnode *n);
+
+/* 64-bit hash of a byte string (FNV-1a folded through a mixer). */
+uint64_t lm_hash_bytes(const void *data, size_t len);
+
+#endif

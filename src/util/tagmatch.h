@@ -1,0 +1,182 @@
+/* tagmatch.h - posted and unexpected receive queues for the RDM engine:
+ * source filtering, tag + ignore bits, peek/claim/discard, multi-receive
+ * buffers, cancellation, and the CQ entries a match turns into.
+ *
+ * Layout (one struct lm_match per endpoint receive side and kind):
+ *
+ *   srcs:  fi_addr -> lm_match_src { posted: rx rx ..   unexp: u u .. }
+ *   any:   rx rx rx ...            (FI_ADDR_UNSPEC receives, posting order)
+ *   unexp: u u u u ...             (every unclaimed message, arrival order)
+ *   claimed: u ...                 (FI_PEEK|FI_CLAIM'ed, waiting for FI_CLAIM)
+ *
+ * A directed receive sits in its source's posted list, a wildcard one in
+ * `any`; both carry a sequence number, so an arrival from A looks only at
+ * A's list and at `any` and takes the earliest-posted match of the two.
+ * An unexpected message is in the global list (for wildcard receives and
+ * peeks) and in its source's list (for directed ones).  Receives from
+ * other sources are never looked at.
+ *
+ * Entries are the caller's (allocated from its own pools) and linked
+ * intrusively; the only memory this file manages is the per-source
+ * records, from a buffer pool.  Not thread-safe: the engine holds its
+ * lock around every call. */
+#ifndef LOOM_UTIL_TAGMATCH_H
+#define LOOM_UTIL_TAGMATCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_eq.h>
+
+#include "bufpool.h"
+#include "hash.h"
+#include "list.h"
+
+/* Most iov entries a posted receive carries (the rx_attr iov_limit the
+ * providers advertise). */
+#define LM_IOV_LIMIT 4
+
+struct lm_cq;
+struct lm_match_src;
+
+/* A posted receive.  The caller fills src..total_len (and may set
+ * `engine`) on a zeroed entry before the first lm_match_post; the rest
+ * belongs to this file.  A FI_MULTI_RECV buffer keeps `consumed` across
+ * its re-posts. */
+struct lm_rx_entry {
+	struct lm_list node;         /* in a source's posted list or in `any` */
+	struct lm_match_src *bucket; /* NULL while in `any` */
+	uint64_t seq;                /* posting order */
+	fi_addr_t src;               /* FI_ADDR_UNSPEC: any source */
+	uint64_t tag;
+	uint64_t ignore;
+	/* Operation flags (FI_MULTI_RECV, FI_COMPLETION, FI_PEEK, ...);
+	 * lm_match_post adds FI_TAGGED or FI_MSG, which the completion
+	 * helpers report. */
+	uint64_t flags;
+	void *context;
+	struct iovec iov[LM_IOV_LIMIT];
+	void *desc[LM_IOV_LIMIT];
+	size_t iov_count;
+	size_t total_len; /* sum of the iov lengths */
+	/* FI_MULTI_RECV: bytes used so far, and where the last message
+	 * went (lm_rx_consume), which is what its completion reports. */
+	size_t consumed;
+	size_t last_off;
+	size_t last_len;
+	void *engine; /* the engine's own (its request, its endpoint...) */
+};
+
+/* A message that arrived before any receive took it. */
+struct lm_unexp_entry {
+	struct lm_list node;         /* in `unexp` or `claimed` */
+	struct lm_list src_node;     /* in its source's unexp list */
+	struct lm_match_src *bucket; /* NULL when not in a source list */
+	uint64_t seq;                /* arrival order */
+	fi_addr_t src;
+	uint64_t tag;
+	uint64_t data;
+	size_t len;
+	uint64_t flags; /* FI_TAGGED or FI_MSG, FI_REMOTE_CQ_DATA */
+	bool claimed;
+	void *claim_context;
+	void *payload; /* the engine's handle on the data (eager copy, rendezvous) */
+};
+
+struct lm_match {
+	bool tagged;   /* tags compared (fi_tagged) or not (fi_msg) */
+	bool directed; /* FI_DIRECTED_RECV: a receive's src is honoured */
+	uint64_t seq;
+	struct lm_list any;
+	struct lm_list unexp;
+	struct lm_list claimed;
+	struct lm_hmap srcs;     /* fi_addr -> lm_match_src */
+	struct lm_list src_list; /* every lm_match_src, for cancel and drain */
+	struct lm_bufpool src_pool;
+	/* Unexpected messages that got no source record (its pool could not
+	 * grow): while any exist, directed receives search the global list,
+	 * so a shortage of memory costs speed, never a wrong match. */
+	size_t orphans;
+	size_t posted_count;
+	size_t unexp_count; /* including claimed */
+	/* Entries examined by the matching calls: lets tests prove that the
+	 * cost does not depend on other sources' receives. */
+	uint64_t probes;
+};
+
+int lm_match_init(struct lm_match *m, bool tagged, bool directed);
+/* Releases the per-source records only: drain the entries first
+ * (lm_match_pop_posted / lm_match_pop_unexp). */
+void lm_match_fini(struct lm_match *m);
+
+/* Post rx.  Returns the earliest unclaimed unexpected message rx takes
+ * (removed from the queues; rx is NOT queued), or NULL after queueing rx.
+ * A FI_MULTI_RECV buffer is re-posted by the caller while it has room. */
+struct lm_unexp_entry *lm_match_post(struct lm_match *m, struct lm_rx_entry *rx);
+
+/* A message from src with tag arrived: the earliest-posted receive that
+ * takes it, removed from the queues unless it is a FI_MULTI_RECV buffer
+ * (that stays until lm_rx_consume reports it released; then the caller
+ * calls lm_match_remove_rx).  NULL: queue the message with
+ * lm_match_add_unexp. */
+struct lm_rx_entry *lm_match_arrival(struct lm_match *m, fi_addr_t src, uint64_t tag);
+/* u->src, tag, len, data, flags filled by the caller. */
+void lm_match_add_unexp(struct lm_match *m, struct lm_unexp_entry *u);
+
+/* Take a queued receive out (a released multi-receive buffer). */
+void lm_match_remove_rx(struct lm_match *m, struct lm_rx_entry *rx);
+
+/* FI_PEEK: the earliest unclaimed message matching, left queued. */
+struct lm_unexp_entry *lm_match_peek(struct lm_match *m, fi_addr_t src, uint64_t tag,
+                                     uint64_t ignore);
+/* FI_PEEK|FI_CLAIM: u is reserved for the receive that brings context
+ * with FI_CLAIM; no peek or post sees it any more. */
+void lm_match_claim(struct lm_match *m, struct lm_unexp_entry *u, void *context);
+/* FI_CLAIM: the message claimed with context, removed; NULL if none. */
+struct lm_unexp_entry *lm_match_take_claimed(struct lm_match *m, void *context);
+/* FI_DISCARD (claimed or not). */
+void lm_match_remove_unexp(struct lm_match *m, struct lm_unexp_entry *u);
+
+/* fi_cancel: the earliest-posted receive with this context, removed;
+ * NULL if none is queued. */
+struct lm_rx_entry *lm_match_cancel(struct lm_match *m, void *context);
+
+/* Draining at close: any queued receive / any unexpected message
+ * (claimed ones included), removed; NULL when none is left. */
+struct lm_rx_entry *lm_match_pop_posted(struct lm_match *m);
+struct lm_unexp_entry *lm_match_pop_unexp(struct lm_match *m);
+
+/* Does a receive with (tag, ignore) take a message with msg_tag? */
+static inline bool lm_tag_match(uint64_t tag, uint64_t ignore, uint64_t msg_tag)
+{
+	return ((tag ^ msg_tag) & ~ignore) == 0;
+}
+
+/* FI_MULTI_RECV: place a message of len bytes in rx's buffer (iov[0]).
+ * Returns where it lands (it gets min(len, room) bytes, recorded in
+ * rx->last_off/last_len); *released tells whether the buffer is now used
+ * up: less than min_free (FI_OPT_MIN_MULTI_RECV) left, or nothing at all.
+ * The caller then reports FI_MULTI_RECV and removes rx. */
+void *lm_rx_consume(struct lm_rx_entry *rx, size_t len, size_t min_free, bool *released);
+
+/* Copy len bytes of src into the iov at byte offset; returns the bytes
+ * copied (fewer when the iov ends first). */
+size_t lm_copy_to_iov(const struct iovec *iov, size_t iov_count, size_t offset,
+                      const void *src, size_t len);
+
+/* The receive completion for a message of msg_len bytes: flags FI_RECV,
+ * FI_TAGGED or FI_MSG (from rx->flags), plus extra_flags (the message's
+ * FI_REMOTE_CQ_DATA, FI_MULTI_RECV when the buffer was released).  data
+ * is reported only with FI_REMOTE_CQ_DATA, tag only for tagged receives.
+ * A message longer than the receive (for a multi-receive buffer: than
+ * its last placement) gives an FI_ETRUNC error entry, len = what fit,
+ * olen = the rest.  Selective completion is the caller's decision. */
+int lm_rx_complete(struct lm_cq *cq, struct lm_rx_entry *rx, size_t msg_len,
+                   uint64_t data, uint64_t tag, fi_addr_t src, uint64_t extra_flags);
+/* fi_cancel's FI_ECANCELED error entry for rx. */
+int lm_rx_cancelled(struct lm_cq *cq, struct lm_rx_entry *rx);
+
+#endif

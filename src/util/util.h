@@ -1,0 +1,218 @@
+/* util.h - internal interface of loom's util layer: the provider-independent
+ * objects every provider reuses (fabric and domain bases, locks, wait
+ * objects, progress hooks, CQs, counters, EQs, AVs, MRs, poll sets, tag
+ * matching, atomics) and the containers they are built from.  Each object
+ * family keeps its declarations in its own small header, included here, so
+ * users include only util.h. */
+#ifndef LOOM_UTIL_H
+#define LOOM_UTIL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_collective.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+
+#include "core.h"
+
+#include "bufpool.h"
+#include "hash.h"
+#include "list.h"
+#include "ring.h"
+
+/* ---- locks ---------------------------------------------------------------
+ * An object takes its lock only when the domain's threading model lets
+ * several threads reach it at once.  The decision is made when the object
+ * is opened (lm_lock_init's `on`), never per call. */
+
+struct lm_lock {
+	pthread_mutex_t mutex;
+	bool on;
+};
+
+void lm_lock_init(struct lm_lock *l, bool on);
+void lm_lock_fini(struct lm_lock *l);
+
+static inline void lm_lock_acquire(struct lm_lock *l)
+{
+	if (l->on)
+		pthread_mutex_lock(&l->mutex);
+}
+
+static inline void lm_lock_release(struct lm_lock *l)
+{
+	if (l->on)
+		pthread_mutex_unlock(&l->mutex);
+}
+
+/* Does an object shared between endpoints (CQ, counter, AV, MR map) need a
+ * lock under this threading model?  FI_THREAD_DOMAIN and
+ * FI_THREAD_COMPLETION promise a single thread per domain / per completion
+ * object; every other model (and UNSPEC) may share. */
+static inline bool lm_threading_shared(enum fi_threading t)
+{
+	return !(t == FI_THREAD_DOMAIN || t == FI_THREAD_COMPLETION);
+}
+
+/* ---- fabric and domain bases ---------------------------------------------
+ * A provider embeds these at the start of its own fabric/domain structs
+ * and starts from the default ops tables, overriding what it implements. */
+
+struct lm_fabric {
+	struct fid_fabric fabric_fid;
+	const struct fi_provider *prov;
+	char *name;
+	atomic_int ref; /* domains, EQs, wait sets opened on it */
+};
+
+/* fid class FI_CLASS_FABRIC; ops: the given table (lm_fabric_ops if NULL);
+ * fi_close on the fid calls close_fn if the provider gives one, else
+ * lm_fabric_close + free. */
+int lm_fabric_init(struct lm_fabric *fab, const struct fi_provider *prov,
+		   const struct fi_fabric_attr *attr, const struct fi_ops_fabric *ops,
+		   void *context);
+/* -FI_EBUSY while anything opened on the fabric is still open. */
+int lm_fabric_fini(struct lm_fabric *fab);
+/* domain/passive_ep: -FI_ENOSYS (the provider supplies them); eq_open:
+ * lm_eq_open; wait_open: lm_wait_open; trywait: lm_trywait. */
+extern const struct fi_ops_fabric lm_fabric_ops;
+
+struct lm_domain {
+	struct fid_domain domain_fid;
+	struct lm_fabric *fabric;
+	struct fi_info *info; /* copy of the info the domain was opened with */
+	enum fi_threading threading;
+	bool shared;	      /* lm_threading_shared(threading) */
+	int mr_mode;
+	uint64_t caps;
+	struct lm_mr_map *mr_map; /* registered regions by key (mr.c) */
+	/* How this provider's addresses look to an AV (av.h); set by the
+	 * provider after lm_domain_init. */
+	const struct lm_av_addr_ops *av_addr_ops;
+	struct lm_eq *eq;	  /* bound with fi_domain_bind */
+	uint64_t eq_flags;
+	atomic_int ref; /* endpoints, CQs, counters, AVs, MRs, poll sets */
+	struct lm_lock lock;
+};
+
+/* info is copied.  ops: lm_domain_ops if NULL. */
+int lm_domain_init(struct lm_domain *dom, struct lm_fabric *fab, const struct fi_info *info,
+		   const struct fi_ops_domain *ops, void *context);
+/* -FI_EBUSY while anything opened on the domain is still open. */
+int lm_domain_fini(struct lm_domain *dom);
+/* av_open, cq_open, cntr_open, poll_open, query_atomic from util;
+ * endpoint/scalable_ep/stx/srx/query_collective: -FI_ENOSYS. */
+extern const struct fi_ops_domain lm_domain_ops;
+/* fi_mr_reg / regv / regattr on a domain (mr.c). */
+extern const struct fi_ops_mr lm_mr_ops;
+
+/* The generic fi_close/fi_control/... table for a domain, used by
+ * lm_domain_init (close: lm_domain_fini then free of the lm_domain, so a
+ * provider with a bigger struct overrides it). */
+extern const struct fi_ops lm_domain_fid_ops;
+
+/* Ops-table helpers: a fid op a util object does not support. */
+int lm_fid_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
+int lm_fid_no_control(struct fid *fid, int command, void *arg);
+int lm_fid_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops,
+		       void *context);
+
+/* ---- progress hooks --------------------------------------------------------
+ * Data progress is driven by the calls that read completions.  An endpoint
+ * bound to a CQ, counter or EQ registers a hook there; reading or waiting
+ * on the object runs every hook first.  A hook with a file descriptor
+ * (a socket, a doorbell) also has it watched while a reader sleeps. */
+
+struct lm_progress {
+	struct lm_list node; /* in the owner's progress list */
+	void (*run)(struct lm_progress *p);
+	int fd; /* -1 when there is nothing to watch */
+};
+
+/* ---- wait objects (wait.c) -----------------------------------------------
+ * Every wait object is an epoll instance: an eventfd for signals plus any
+ * descriptors added by progress hooks.  FI_WAIT_FD hands the epoll fd to
+ * the application (readable when a signal or data is pending), which is
+ * why a transport's socket becoming readable also wakes it. */
+
+struct lm_wait {
+	struct fid_wait wait_fid; /* valid for wait sets (fi_wait_open) */
+	struct lm_fabric *fabric;
+	enum fi_wait_obj type;	  /* FI_WAIT_FD, FI_WAIT_YIELD (UNSPEC -> FD) */
+	int epfd;		  /* epoll over efd and added fds */
+	int efd;		  /* eventfd: lm_wait_signal */
+	atomic_int ref;		  /* the set itself + objects that use it */
+	struct lm_list members;	  /* lm_wait_member: objects bound to a set */
+	struct lm_hmap fds;	  /* watched fds -> users (struct lm_wait_fd) */
+	struct lm_lock lock;
+};
+
+/* An object (CQ, counter, EQ) bound to a wait set, so fi_wait can run its
+ * progress and fi_trywait can check it. */
+struct lm_wait_member {
+	struct lm_list node;
+	struct fid *fid;
+	/* 0 when it has nothing ready (after progressing), -FI_EAGAIN when
+	 * it has: what fi_trywait asks. */
+	int (*trywait)(struct fid *fid);
+};
+
+/* A private wait object for one CQ/counter/EQ that asked for a wait_obj
+ * and named no wait set. */
+int lm_wait_create(struct lm_fabric *fab, enum fi_wait_obj type, struct lm_wait **out);
+void lm_wait_get(struct lm_wait *w);
+void lm_wait_put(struct lm_wait *w);
+void lm_wait_signal(struct lm_wait *w);
+/* Sleep until signalled, a watched fd is ready, or timeout_ms passes
+ * (-1: forever).  0 when woken, -FI_ETIMEDOUT otherwise.  Consumes the
+ * signal.  FI_WAIT_YIELD objects yield the CPU in a loop instead. */
+int lm_wait_block(struct lm_wait *w, int timeout_ms);
+/* fi_trywait forgets stale signals before asking "safe to sleep?", or a
+ * descriptor left readable by an old signal would make the application's
+ * native poll spin.  Callers skip it while a reader sleeps (the signal may
+ * be its). */
+void lm_wait_drain_stale(struct lm_wait *w);
+/* Watch fd too.  Several objects sharing a wait set may watch the same
+ * endpoint fd: it stays watched until the last of them deletes it. */
+int lm_wait_add_fd(struct lm_wait *w, int fd);
+void lm_wait_del_fd(struct lm_wait *w, int fd);
+void lm_wait_add_member(struct lm_wait *w, struct lm_wait_member *m);
+void lm_wait_del_member(struct lm_wait *w, struct lm_wait_member *m);
+/* fi_control(FI_GETWAIT) / FI_GETWAITOBJ for an object using w; w NULL
+ * is an object opened with FI_WAIT_NONE. */
+int lm_wait_control(struct lm_wait *w, int command, void *arg);
+
+/* fi_wait_open, and fi_trywait (asks each object's member hook). */
+int lm_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
+		 struct fid_wait **waitset);
+int lm_trywait(struct fid_fabric *fabric, struct fid **fids, int count);
+
+/* fi_trywait for one fid: -FI_EAGAIN if the CQ/counter/EQ (or any member
+ * of a wait set) has something to read after progressing, 0 if it is safe
+ * to sleep, -FI_EINVAL for other classes.  Defined with the default ops
+ * tables (defaults.c), the one place that knows every object class. */
+int lm_fid_trywait(struct fid *fid);
+
+/* Milliseconds left of a timeout that started at start_ms (-1 stays -1). */
+int lm_timeout_left(int timeout_ms, uint64_t start_ms);
+uint64_t lm_now_ms(void);
+
+/* ---- the objects, one header each ----------------------------------------- */
+#include "cq.h"	      /* CQs, counters, poll sets */
+#include "eq.h"	      /* event queues */
+#include "av.h"	      /* address vectors */
+#include "mr.h"	      /* memory registration and the target-side check */
+#include "tagmatch.h" /* posted/unexpected queues for the RDM engine */
+#include "atomic.h"   /* atomic arithmetic for every op x datatype */
+
+#endif
