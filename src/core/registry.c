@@ -189,9 +189,12 @@ static void load_external(void)
 	free(copy);
 }
 
-/* Built-in providers, fastest first.  Filled in as providers land. */
+/* Built-in providers, fastest first.  Each is named only here, by its
+ * init function (src/prov/<name>/). */
+struct fi_provider *shm_prov_init(void);
+
 static struct fi_provider *(*const builtin[])(void) = {
-	NULL,
+	shm_prov_init,
 };
 
 static void init_once_fn(void)

@@ -607,6 +607,9 @@ int main(void)
 	unsetenv("FI_PROVIDER");
 	unsetenv("FI_LOG_LEVEL");
 	test_logging();
+	/* Only the test providers: drop the built-in ones (shm ...). */
+	lm_init();
+	lm_prov_reset();
 	CHECK_INT(lm_prov_register(&alpha), 0);
 	CHECK_INT(lm_prov_register(&beta), 0);
 	CHECK_INT(lm_prov_register(&beta), -FI_EALREADY);

@@ -1,0 +1,296 @@
+/* link.c - the engine's link interface over the shared-memory transport:
+ * packets go inline in a ring cell of the receiver's region or, when
+ * larger, through one of its bounce buffers; bulk reads are cross-memory
+ * attach.
+ *
+ * A cell carries (the transport's cells say nothing of their sender):
+ *
+ *   +------+------+------------------+------------------------+
+ *   | pid  | buf  | token            | len  | pad  | engine hdr | inline payload
+ *   +------+------+------------------+------------------------+
+ *     sender identity (16 B)           payload bytes (8 B)
+ *
+ * buf is SHM_BUF_NONE for inline payloads, else the bounce buffer index
+ * in the receiver's region holding len bytes. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "shm.h"
+
+struct shm_wire {
+	int32_t pid;
+	uint32_t buf;
+	uint64_t token;
+	uint32_t len;
+	uint32_t pad;
+};
+
+#define WIRE_MAX_HDR 64
+
+struct shm_link {
+	struct lm_link link;
+	struct shm_region *region;
+	struct shm_bin_addr self;
+	size_t hdr_size;
+	lm_link_recv_fn recv;
+	void *arg;
+	unsigned char cell[SHM_INLINE_MAX];
+};
+
+struct lm_link_peer {
+	struct shm_peer *sp;
+};
+
+static int shm_from_str(const char *node, const char *service, void *addr)
+{
+	struct shm_bin_addr a = {0};
+	pid_t pid;
+
+	(void)service;
+	if (!node || shm_addr_parse(node, &pid, &a.token))
+		return -FI_EINVAL;
+	a.pid = pid;
+	memcpy(addr, &a, sizeof(a));
+	return 0;
+}
+
+static int shm_to_str(const void *addr, char *buf, size_t *len)
+{
+	struct shm_bin_addr a;
+	char tmp[SHM_ADDR_MAX];
+	int n;
+
+	memcpy(&a, addr, sizeof(a));
+	n = shm_addr_format(tmp, sizeof(tmp), a.pid, a.token);
+	if (n < 0)
+		return n;
+	if (*len)
+		snprintf(buf, *len, "%s", tmp);
+	*len = (size_t)n + 1;
+	return 0;
+}
+
+static int shm_link_open(void *ctx, const struct lm_link_attr *attr, const void *name,
+                         struct lm_link **out)
+{
+	struct shm_region_attr ra = {0};
+	struct shm_link *l;
+	pid_t pid;
+	int ret;
+
+	(void)ctx;
+	/* A region's name is drawn at random when it is created. */
+	if (name)
+		return -FI_EOPNOTSUPP;
+	if (attr->hdr_size > WIRE_MAX_HDR)
+		return -FI_EINVAL;
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return -FI_ENOMEM;
+	ra.ring_cells = attr->rx_size > SHM_RING_CELLS_DEF ? (uint32_t)attr->rx_size : 0;
+	ret = shm_region_create(&ra, &l->region);
+	if (ret) {
+		free(l);
+		return ret;
+	}
+	shm_addr_parse(shm_region_addr(l->region), &pid, &l->self.token);
+	l->self.pid = pid;
+	l->hdr_size = attr->hdr_size;
+	l->recv = attr->recv;
+	l->arg = attr->arg;
+	l->link.ops = &shm_link_ops;
+	l->link.fd = shm_region_fd(l->region);
+	l->link.max_payload = SHM_BUF_SIZE;
+	l->link.inline_max = SHM_INLINE_MAX - sizeof(struct shm_wire) - attr->hdr_size;
+	l->link.caps = !attr->no_bulk && shm_cma_probe() == 0 ? LM_LINK_BULK_READ : 0;
+	l->link.addr = &l->self;
+	*out = &l->link;
+	return 0;
+}
+
+static void shm_link_close(struct lm_link *link)
+{
+	struct shm_link *l = lm_container_of(link, struct shm_link, link);
+
+	shm_region_destroy(l->region);
+	free(l);
+}
+
+static int shm_link_peer_open(struct lm_link *link, const void *addr,
+                              struct lm_link_peer **peer)
+{
+	char str[SHM_ADDR_MAX];
+	size_t len = sizeof(str);
+	struct lm_link_peer *p;
+	int ret;
+
+	(void)link;
+	ret = shm_to_str(addr, str, &len);
+	if (ret)
+		return ret;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -FI_ENOMEM;
+	ret = shm_peer_open(str, &p->sp);
+	if (ret) {
+		free(p);
+		return ret;
+	}
+	if (shm_buf_size(&p->sp->map) < SHM_BUF_SIZE) {
+		shm_peer_close(p->sp);
+		free(p);
+		return -FI_EINVAL;
+	}
+	*peer = p;
+	return 0;
+}
+
+static void shm_link_peer_close(struct lm_link *link, struct lm_link_peer *peer)
+{
+	(void)link;
+	shm_peer_close(peer->sp);
+	free(peer);
+}
+
+static ssize_t shm_link_send(struct lm_link *link, struct lm_link_peer *peer,
+                             const void *hdr, const struct iovec *iov, size_t iov_count)
+{
+	struct shm_link *l = lm_container_of(link, struct shm_link, link);
+	unsigned char head[sizeof(struct shm_wire) + WIRE_MAX_HDR];
+	struct shm_wire w = {
+	    .pid = l->self.pid, .buf = SHM_BUF_NONE, .token = l->self.token};
+	size_t len = 0;
+	int ret;
+
+	for (size_t i = 0; i < iov_count; i++)
+		len += iov[i].iov_len;
+	if (len > SHM_BUF_SIZE)
+		return -FI_EMSGSIZE;
+	w.len = (uint32_t)len;
+	if (len <= link->inline_max) {
+		memcpy(head, &w, sizeof(w));
+		memcpy(head + sizeof(w), hdr, l->hdr_size);
+		ret = shm_ring_push(peer->sp, head, sizeof(w) + l->hdr_size, iov,
+		                    iov_count);
+	} else {
+		int idx = shm_buf_alloc(peer->sp);
+		char *dst;
+		size_t off = 0;
+
+		if (idx < 0)
+			return idx == -FI_EAGAIN ? -FI_EAGAIN : -FI_EIO;
+		dst = shm_buf_peer_ptr(peer->sp, (uint32_t)idx);
+		for (size_t i = 0; i < iov_count; i++) {
+			memcpy(dst + off, iov[i].iov_base, iov[i].iov_len);
+			off += iov[i].iov_len;
+		}
+		w.buf = (uint32_t)idx;
+		memcpy(head, &w, sizeof(w));
+		memcpy(head + sizeof(w), hdr, l->hdr_size);
+		ret = shm_ring_push(peer->sp, head, sizeof(w) + l->hdr_size, NULL, 0);
+		if (ret)
+			shm_buf_put(peer->sp, (uint32_t)idx);
+	}
+	if (ret)
+		return ret == -FI_EAGAIN ? -FI_EAGAIN : -FI_EIO;
+	shm_doorbell_ring(peer->sp);
+	return 0;
+}
+
+static int shm_link_poll(struct lm_link *link, int budget)
+{
+	struct shm_link *l = lm_container_of(link, struct shm_link, link);
+	size_t head = sizeof(struct shm_wire) + l->hdr_size;
+	int n = 0;
+
+	while (n < budget) {
+		size_t len;
+		const void *cell = shm_ring_peek(l->region, &len);
+		struct shm_wire w;
+		struct shm_bin_addr src = {0};
+		const void *payload;
+
+		if (!cell)
+			break;
+		n++;
+		/* Copied out first: the sender could rewrite the cell while
+		 * we validate it. */
+		if (len > sizeof(l->cell) || len < head) {
+			shm_ring_release(l->region);
+			continue;
+		}
+		memcpy(l->cell, cell, len);
+		shm_ring_release(l->region);
+		memcpy(&w, l->cell, sizeof(w));
+		src.pid = w.pid;
+		src.token = w.token;
+		if (w.buf == SHM_BUF_NONE) {
+			if (w.len != len - head)
+				continue;
+			l->recv(l->arg, &src, l->cell + sizeof(w), l->cell + head, w.len);
+			continue;
+		}
+		payload = shm_buf_ptr(l->region, w.buf);
+		if (payload && w.len <= shm_buf_size(&l->region->map) && len == head)
+			l->recv(l->arg, &src, l->cell + sizeof(w), payload, w.len);
+		if (payload)
+			shm_buf_free(l->region, w.buf);
+	}
+	return n;
+}
+
+static void shm_link_arm(struct lm_link *link)
+{
+	struct shm_link *l = lm_container_of(link, struct shm_link, link);
+
+	shm_doorbell_drain(l->region);
+	/* -FI_EAGAIN (work already there) is seen by the engine's next poll. */
+	shm_doorbell_arm(l->region);
+}
+
+static void shm_link_disarm(struct lm_link *link)
+{
+	struct shm_link *l = lm_container_of(link, struct shm_link, link);
+
+	shm_doorbell_disarm(l->region);
+	shm_doorbell_drain(l->region);
+}
+
+static ssize_t shm_link_bulk_read(struct lm_link *link, struct lm_link_peer *peer,
+                                  const struct iovec *local, size_t local_count,
+                                  const struct iovec *remote, size_t remote_count)
+{
+	int ret;
+
+	if (!(link->caps & LM_LINK_BULK_READ))
+		return -FI_ENOSYS;
+	ret = shm_cma_peer_probe(peer->sp);
+	if (ret)
+		return ret == -FI_EIO ? -FI_EPERM : ret;
+	return shm_cma_read(peer->sp->pid, local, local_count, remote, remote_count);
+}
+
+static bool shm_link_peer_alive(struct lm_link *link, struct lm_link_peer *peer)
+{
+	(void)link;
+	return shm_peer_alive(peer->sp);
+}
+
+const struct lm_link_ops shm_link_ops = {
+    .name = "shm",
+    .addrlen = sizeof(struct shm_bin_addr),
+    .addr_from_str = shm_from_str,
+    .addr_to_str = shm_to_str,
+    .open = shm_link_open,
+    .close = shm_link_close,
+    .peer_open = shm_link_peer_open,
+    .peer_close = shm_link_peer_close,
+    .send = shm_link_send,
+    .poll = shm_link_poll,
+    .arm = shm_link_arm,
+    .disarm = shm_link_disarm,
+    .bulk_read = shm_link_bulk_read,
+    .peer_alive = shm_link_peer_alive,
+};

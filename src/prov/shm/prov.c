@@ -1,0 +1,236 @@
+/* prov.c - the shm provider: what fi_getinfo reports for it, its fabric
+ * and domain (the RDM engine's, over the shared-memory link), its
+ * parameters, and registration. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "shm.h"
+
+#define SHM_CAPS                                                                         \
+	/* FI_RMA and FI_ATOMIC join when rma.c and atomic.c are written. */             \
+	(FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_SOURCE | FI_DIRECTED_RECV |         \
+	 FI_MULTI_RECV | FI_LOCAL_COMM)
+
+static struct fi_tx_attr shm_tx = {
+    .caps = SHM_CAPS & ~(FI_RECV | FI_MULTI_RECV | FI_DIRECTED_RECV | FI_SOURCE),
+    .op_flags = 0,
+    .msg_order = FI_ORDER_SAS,
+    .comp_order = FI_ORDER_NONE,
+    .inject_size = 4096,
+    .size = 1024,
+    .iov_limit = LM_IOV_LIMIT,
+    .rma_iov_limit = 1,
+};
+static struct fi_rx_attr shm_rx = {
+    .caps = SHM_CAPS & ~FI_SEND,
+    .op_flags = 0,
+    .msg_order = FI_ORDER_SAS,
+    .comp_order = FI_ORDER_NONE,
+    .total_buffered_recv = 0,
+    .size = 1024,
+    .iov_limit = LM_IOV_LIMIT,
+};
+static struct fi_ep_attr shm_ep = {
+    .type = FI_EP_RDM,
+    .protocol = FI_PROTO_SHM,
+    .protocol_version = LM_RDM_WIRE_VERSION,
+    .max_msg_size = (size_t)1 << 62,
+    .max_order_raw_size = 0,
+    .max_order_war_size = 0,
+    .max_order_waw_size = 0,
+    .mem_tag_format = 0,
+    .tx_ctx_cnt = 1,
+    .rx_ctx_cnt = 1,
+};
+static struct fi_domain_attr shm_dom = {
+    .name = "shm",
+    .threading = FI_THREAD_SAFE,
+    .control_progress = FI_PROGRESS_MANUAL,
+    .data_progress = FI_PROGRESS_MANUAL,
+    .resource_mgmt = FI_RM_ENABLED,
+    .av_type = FI_AV_UNSPEC,
+    .mr_mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY,
+    .mr_key_size = sizeof(uint64_t),
+    .cq_data_size = sizeof(uint64_t),
+    .cq_cnt = 1024,
+    .ep_cnt = 256,
+    .tx_ctx_cnt = 256,
+    .rx_ctx_cnt = 256,
+    .max_ep_tx_ctx = 1,
+    .max_ep_rx_ctx = 1,
+    .mr_iov_limit = LM_IOV_LIMIT,
+    .mr_cnt = 1 << 16,
+    .cntr_cnt = 1024,
+    .max_err_data = 256,
+    .caps = FI_LOCAL_COMM,
+};
+static struct fi_fabric_attr shm_fab = {
+    .name = "shm",
+    .prov_version = FI_VERSION(1, 0),
+};
+static struct fi_info shm_info = {
+    .caps = SHM_CAPS,
+    .addr_format = FI_ADDR_STR,
+    .tx_attr = &shm_tx,
+    .rx_attr = &shm_rx,
+    .ep_attr = &shm_ep,
+    .domain_attr = &shm_dom,
+    .fabric_attr = &shm_fab,
+};
+static const struct fi_info *const shm_tmpls[] = {&shm_info, NULL};
+
+static int shm_getinfo(uint32_t version, const char *node, const char *service,
+                       uint64_t flags, const struct fi_info *hints, struct fi_info **info)
+{
+	struct shm_bin_addr bin;
+	struct fi_info *list = NULL, *cur;
+	int ret;
+
+	/* node names an shm endpoint (FI_ADDR_STR): the destination, or our
+	 * own address with FI_SOURCE (which a region cannot take). */
+	if (node && (service || shm_link_ops.addr_from_str(node, NULL, &bin)))
+		return -FI_ENODATA;
+	if (node && (flags & FI_SOURCE))
+		return -FI_ENODATA;
+	ret = lm_info_match_list(version, shm_tmpls, hints, &list);
+	if (ret)
+		return ret;
+	for (cur = list; cur && node; cur = cur->next) {
+		free(cur->dest_addr);
+		cur->dest_addr = strdup(node);
+		if (!cur->dest_addr) {
+			fi_freeinfo(list);
+			return -FI_ENOMEM;
+		}
+		cur->dest_addrlen = strlen(node) + 1;
+	}
+	*info = list;
+	return 0;
+}
+
+/* ---- AV ------------------------------------------------------------------
+ * man fi_av says FI_ADDR_STR addresses are inserted as an array of char *;
+ * libfabric's own shm takes them packed in the buffer itself, and binaries
+ * such as fi_pingpong rely on that.  Both are accepted: a buffer starting
+ * with the address prefix cannot be an array of pointers on this ABI. */
+
+static struct fi_ops_av shm_av_ops;
+static pthread_once_t shm_av_once = PTHREAD_ONCE_INIT;
+static const struct fi_ops_av *util_av_ops;
+
+static int shm_av_insert(struct fid_av *av, const void *addr, size_t count,
+                         fi_addr_t *fi_addr, uint64_t flags, void *context)
+{
+	const char *p = addr;
+	const char **names;
+	int ret;
+
+	if (!addr || !count || strncmp(p, SHM_ADDR_PREFIX, strlen(SHM_ADDR_PREFIX)))
+		return util_av_ops->insert(av, addr, count, fi_addr, flags, context);
+	names = calloc(count, sizeof(*names));
+	if (!names)
+		return -FI_ENOMEM;
+	for (size_t i = 0; i < count; i++) {
+		names[i] = p;
+		p += strlen(p) + 1;
+	}
+	ret = util_av_ops->insert(av, names, count, fi_addr, flags, context);
+	free(names);
+	return ret;
+}
+
+static void shm_av_ops_init(void)
+{
+	shm_av_ops = *util_av_ops;
+	shm_av_ops.insert = shm_av_insert;
+}
+
+static int shm_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
+                       struct fid_av **av, void *context)
+{
+	int ret = lm_av_open(domain, attr, av, context);
+
+	if (ret)
+		return ret;
+	if (!util_av_ops)
+		util_av_ops = (*av)->ops;
+	pthread_once(&shm_av_once, shm_av_ops_init);
+	(*av)->ops = &shm_av_ops;
+	return 0;
+}
+
+/* ---- fabric and domain --------------------------------------------------- */
+
+static struct fi_ops_domain shm_domain_ops;
+
+static int shm_domain_open(struct fid_fabric *fabric, struct fi_info *info,
+                           struct fid_domain **domain, void *context)
+{
+	struct lm_fabric *fab = lm_container_of(fabric, struct lm_fabric, fabric_fid);
+	struct lm_rdm_domain *dom;
+	int no_cma = 0;
+	int ret;
+
+	if (!info || !info->domain_attr)
+		return -FI_EINVAL;
+	if (info->domain_attr->name && strcmp(info->domain_attr->name, "shm"))
+		return -FI_EINVAL;
+	dom = calloc(1, sizeof(*dom));
+	if (!dom)
+		return -FI_ENOMEM;
+	ret = lm_rdm_domain_init(dom, fab, info, &shm_link_ops, NULL, context);
+	if (ret) {
+		free(dom);
+		return ret;
+	}
+	shm_domain_ops = lm_rdm_domain_ops;
+	shm_domain_ops.av_open = shm_av_open;
+	dom->util.domain_fid.ops = &shm_domain_ops;
+	fi_param_get_bool(&shm_prov, "disable_cma", &no_cma);
+	shm_cma_set_disabled(no_cma != 0);
+	dom->no_bulk = no_cma != 0;
+	*domain = &dom->util.domain_fid;
+	return 0;
+}
+
+static struct fi_ops_fabric shm_fabric_ops;
+
+static int shm_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
+                           void *context)
+{
+	struct lm_fabric *fab;
+	int ret;
+
+	if (!attr || (attr->name && strcmp(attr->name, "shm")))
+		return -FI_EINVAL;
+	fab = calloc(1, sizeof(*fab));
+	if (!fab)
+		return -FI_ENOMEM;
+	shm_fabric_ops = lm_fabric_ops;
+	shm_fabric_ops.domain = shm_domain_open;
+	ret = lm_fabric_init(fab, &shm_prov, attr, &shm_fabric_ops, context);
+	if (ret) {
+		free(fab);
+		return ret;
+	}
+	*fabric = &fab->fabric_fid;
+	return 0;
+}
+
+struct fi_provider shm_prov = {
+    .version = FI_VERSION(1, 0),
+    .fi_version = FI_VERSION(1, 17),
+    .name = "shm",
+    .getinfo = shm_getinfo,
+    .fabric = shm_fabric_open,
+};
+
+struct fi_provider *shm_prov_init(void)
+{
+	shm_log_prov = &shm_prov;
+	fi_param_define(&shm_prov, "disable_cma", FI_PARAM_BOOL,
+	                "Never use cross-memory attach (process_vm_readv) for large "
+	                "messages; copy them through shared bounce buffers instead "
+	                "(default: no, CMA is used when the kernel allows it)");
+	return &shm_prov;
+}

@@ -1,0 +1,648 @@
+/* region.c - shared-memory regions: naming and addresses, creation and removal
+ * (also at exit and of dead processes' leftovers), and validated peer mappings. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "core.h"
+#include "shm_link.h"
+
+const struct fi_provider *shm_log_prov = &lm_core_prov;
+
+#define SHM_DIR "/dev/shm"
+
+/* Regions this process owns, so the exit hook can unlink them. */
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct lm_list live = LM_LIST_INIT(live);
+
+/* Peers read this word from our memory to prove CMA works between us. */
+static const uint64_t cma_probe_word = SHM_CMA_PROBE_WORD;
+
+/* Runs at exit() and at dlclose.  A forked child inherits the list but not
+ * the regions: only what this pid created is unlinked. */
+__attribute__((destructor)) static void shm_unlink_at_exit(void)
+{
+	struct lm_list *n;
+	pid_t self = getpid();
+
+	pthread_mutex_lock(&live_lock);
+	for (n = live.next; n != &live; n = n->next) {
+		struct shm_region *r = lm_list_entry(n, struct shm_region, node);
+
+		if (r->pid == self)
+			shm_unlink(r->name);
+	}
+	pthread_mutex_unlock(&live_lock);
+}
+
+static int neg_errno(int err)
+{
+	return err > 0 ? -err : -FI_EOTHER;
+}
+
+/* Field 22 of /proc/<pid>/stat (clock ticks after boot); 0 if unreadable.
+ * The command name may hold spaces and parentheses: fields are counted from
+ * the last ')'. */
+static uint64_t shm_proc_start(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long start;
+	ssize_t n;
+	int fd, field;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	if (!p)
+		return 0;
+	/* After ')' comes field 3; skip to field 22. */
+	for (field = 2; field < 22 && p; field++)
+		p = strchr(p + 1, ' ');
+	if (!p || sscanf(p + 1, "%llu", &start) != 1)
+		return 0;
+	return start;
+}
+
+static bool shm_pid_exists(pid_t pid)
+{
+	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+}
+
+static void shm_make_name(char *buf, size_t len, pid_t pid, uint64_t token)
+{
+	snprintf(buf, len, "/loom-%u-%d-%016" PRIx64, (unsigned)getuid(), (int)pid,
+	         token);
+}
+
+/* ---- addresses ------------------------------------------------------------ */
+
+int shm_addr_format(char *buf, size_t len, pid_t pid, uint64_t token)
+{
+	char tmp[SHM_ADDR_MAX];
+	int n;
+
+	n = snprintf(tmp, sizeof(tmp), SHM_ADDR_PREFIX "%d/%016" PRIx64, (int)pid, token);
+	if (n < 0 || (size_t)n >= sizeof(tmp))
+		return -FI_EINVAL;
+	if (!buf || (size_t)n + 1 > len)
+		return -FI_ETOOSMALL;
+	memcpy(buf, tmp, (size_t)n + 1);
+	return n;
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+int shm_addr_parse(const char *addr, pid_t *pid, uint64_t *token)
+{
+	const char *s;
+	uint64_t t = 0;
+	long v = 0;
+	int i;
+
+	if (!addr || strncmp(addr, SHM_ADDR_PREFIX, strlen(SHM_ADDR_PREFIX)))
+		return -FI_EINVAL;
+	s = addr + strlen(SHM_ADDR_PREFIX);
+	if (*s < '1' || *s > '9')
+		return -FI_EINVAL;
+	for (; *s >= '0' && *s <= '9'; s++) {
+		v = v * 10 + (*s - '0');
+		if (v > INT_MAX)
+			return -FI_EINVAL;
+	}
+	if (*s++ != '/')
+		return -FI_EINVAL;
+	for (i = 0; i < 16; i++) {
+		int h = hexval(s[i]);
+
+		if (h < 0)
+			return -FI_EINVAL;
+		t = t << 4 | (uint64_t)h;
+	}
+	if (s[16] != '\0')
+		return -FI_EINVAL;
+	*pid = (pid_t)v;
+	*token = t;
+	return 0;
+}
+
+const char *shm_region_addr(const struct shm_region *r)
+{
+	return r->addr;
+}
+
+/* ---- layout ------------------------------------------------------------- */
+
+static uint64_t align_up(uint64_t v, uint64_t a)
+{
+	return (v + a - 1) & ~(a - 1);
+}
+
+/* Check a header's geometry against the object's real size and fill m.  The
+ * header is read once into locals; m never points outside [base, base+size). */
+static int shm_map_check(struct shm_map *m, char *base, size_t size, const char *name)
+{
+	const struct shm_hdr *h = (const struct shm_hdr *)base;
+	uint64_t ring_off, meta_off, buf_off, total;
+	uint32_t cells, count, bsize, version;
+
+	if (size < sizeof(*h) || h->magic != SHM_MAGIC) {
+		LM_WARN(shm_log_prov, FI_LOG_EP_CTRL, "%s is not a loom shm region\n",
+		        name);
+		return -FI_EINVAL;
+	}
+	version = h->version;
+	if (version != SHM_LAYOUT_VERSION) {
+		LM_WARN(shm_log_prov, FI_LOG_EP_CTRL,
+		        "%s has shm layout version %u; this loom speaks version %u\n",
+		        name, version, SHM_LAYOUT_VERSION);
+		return -FI_ENOPROTOOPT;
+	}
+	ring_off = h->ring_off;
+	meta_off = h->meta_off;
+	buf_off = h->buf_off;
+	total = h->total_size;
+	cells = h->ring_cells;
+	count = h->buf_count;
+	bsize = h->buf_size;
+	if (h->hdr_size != sizeof(*h) || total != size || cells < 2 ||
+	    cells > SHM_RING_CELLS_MAX || (cells & (cells - 1)) ||
+	    count > SHM_BUF_COUNT_MAX || bsize == 0 || bsize > (1u << 24) || bsize % 64 ||
+	    ring_off % 64 || meta_off % 8 || buf_off % 64 || ring_off < sizeof(*h) ||
+	    ring_off > size || (uint64_t)cells * SHM_CELL_SIZE > size - ring_off ||
+	    meta_off < ring_off + (uint64_t)cells * SHM_CELL_SIZE || meta_off > size ||
+	    (uint64_t)count * sizeof(struct shm_buf_meta) > size - meta_off ||
+	    buf_off < meta_off + (uint64_t)count * sizeof(struct shm_buf_meta) ||
+	    buf_off > size || (uint64_t)count * bsize > size - buf_off) {
+		LM_WARN(
+		    shm_log_prov, FI_LOG_EP_CTRL,
+		    "%s: corrupt shm region header (size %zu, ring %u cells at %" PRIu64
+		    ", %u buffers of %u at %" PRIu64 ")\n",
+		    name, size, cells, ring_off, count, bsize, buf_off);
+		return -FI_EINVAL;
+	}
+	m->base = base;
+	m->size = size;
+	m->hdr = (struct shm_hdr *)base;
+	m->cells = (struct shm_cell *)(base + ring_off);
+	m->mask = cells - 1;
+	m->meta = (struct shm_buf_meta *)(base + meta_off);
+	m->bufs = base + buf_off;
+	m->buf_count = count;
+	m->buf_size = bsize;
+	return 0;
+}
+
+static uint32_t pow2_at_least(uint32_t v)
+{
+	uint32_t n = 2;
+
+	while (n < v)
+		n <<= 1;
+	return n;
+}
+
+/* ---- doorbell socket ---------------------------------------------------- */
+
+/* Abstract AF_UNIX name: NUL then the region name without its '/'. */
+static socklen_t shm_bell_addr(struct sockaddr_un *sa, const char *name)
+{
+	size_t n = strlen(name + 1);
+
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	memcpy(sa->sun_path + 1, name + 1, n);
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+}
+
+static int shm_bell_open(const char *name)
+{
+	struct sockaddr_un sa;
+	socklen_t len = shm_bell_addr(&sa, name);
+	int fd, ret;
+
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		ret = neg_errno(errno);
+		LM_WARN(shm_log_prov, FI_LOG_EP_CTRL, "doorbell socket: %s\n",
+		        strerror(errno));
+		return ret;
+	}
+	if (bind(fd, (struct sockaddr *)&sa, len)) {
+		ret = neg_errno(errno);
+		LM_WARN(shm_log_prov, FI_LOG_EP_CTRL, "doorbell bind for %s: %s\n", name,
+		        strerror(errno));
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+/* ---- regions ------------------------------------------------------------ */
+
+int shm_region_create(const struct shm_region_attr *attr, struct shm_region **out)
+{
+	uint32_t cells = attr && attr->ring_cells ? attr->ring_cells : SHM_RING_CELLS_DEF;
+	uint32_t count = attr && attr->buf_count ? attr->buf_count : SHM_BUF_COUNT_DEF;
+	uint64_t ring_off, meta_off, buf_off, size, token;
+	struct shm_region *r;
+	struct shm_hdr *h;
+	uint64_t start;
+	char *base;
+	int fd, ret;
+	uint32_t i;
+
+	if (!out || cells > SHM_RING_CELLS_MAX || count > SHM_BUF_COUNT_MAX)
+		return -FI_EINVAL;
+	cells = pow2_at_least(cells);
+	start = shm_proc_start(getpid());
+	if (!start) {
+		LM_WARN(shm_log_prov, FI_LOG_EP_CTRL,
+		        "cannot read own start time from /proc\n");
+		return -FI_ENOSYS;
+	}
+	if (getrandom(&token, sizeof(token), 0) != (ssize_t)sizeof(token)) {
+		ret = neg_errno(errno);
+		LM_WARN(shm_log_prov, FI_LOG_EP_CTRL, "getrandom: %s\n", strerror(errno));
+		return ret;
+	}
+	shm_region_reclaim();
+
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -FI_ENOMEM;
+	r->pid = getpid();
+	r->token = token;
+	r->sock = -1;
+	lm_list_init(&r->node);
+	shm_make_name(r->name, sizeof(r->name), r->pid, token);
+	shm_addr_format(r->addr, sizeof(r->addr), r->pid, token);
+
+	ring_off = align_up(sizeof(struct shm_hdr), 64);
+	meta_off = ring_off + (uint64_t)cells * SHM_CELL_SIZE;
+	buf_off =
+	    align_up(meta_off + (uint64_t)count * sizeof(struct shm_buf_meta), 4096);
+	size = buf_off + (uint64_t)count * SHM_BUF_SIZE;
+
+	fd = shm_open(r->name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		ret = neg_errno(errno);
+		LM_WARN(shm_log_prov, FI_LOG_EP_CTRL, "shm_open %s: %s\n", r->name,
+		        strerror(errno));
+		goto err_free;
+	}
+	/* The umask may have narrowed the mode; nothing may have widened it. */
+	if (fchmod(fd, 0600) || ftruncate(fd, (off_t)size)) {
+		ret = neg_errno(errno);
+		LM_WARN(shm_log_prov, FI_LOG_EP_CTRL, "sizing %s: %s\n", r->name,
+		        strerror(errno));
+		goto err_unlink;
+	}
+	base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (base == MAP_FAILED) {
+		ret = neg_errno(errno);
+		LM_WARN(shm_log_prov, FI_LOG_EP_CTRL, "mmap %s: %s\n", r->name,
+		        strerror(errno));
+		goto err_unlink;
+	}
+	close(fd);
+	fd = -1;
+
+	/* The object is fresh (zero-filled); fill it, magic last. */
+	h = (struct shm_hdr *)base;
+	h->version = SHM_LAYOUT_VERSION;
+	h->hdr_size = sizeof(*h);
+	h->total_size = size;
+	h->token = token;
+	h->owner_pid = r->pid;
+	h->owner_start = start;
+	h->cma_probe_addr = (uint64_t)(uintptr_t)&cma_probe_word;
+	h->ring_off = ring_off;
+	h->ring_cells = cells;
+	h->buf_count = count;
+	h->meta_off = meta_off;
+	h->buf_off = buf_off;
+	h->buf_size = SHM_BUF_SIZE;
+	for (i = 0; i < cells; i++)
+		atomic_init(&((struct shm_cell *)(base + ring_off))[i].seq, i);
+	for (i = 0; i < count; i++) {
+		struct shm_buf_meta *m = (struct shm_buf_meta *)(base + meta_off) + i;
+
+		atomic_init(&m->next, i + 1 < count ? i + 1 : SHM_BUF_NONE);
+		atomic_init(&m->state, 0);
+	}
+	atomic_init(&h->buf_free, count ? 0 : SHM_BUF_NONE);
+	atomic_init(&h->ring_head, 0);
+	atomic_init(&h->sleeping, 0);
+	atomic_store_explicit(&h->alive, 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	h->magic = SHM_MAGIC;
+
+	ret = shm_map_check(&r->map, base, size, r->name);
+	if (ret)
+		goto err_unmap;
+	ret = shm_bell_open(r->name);
+	if (ret < 0)
+		goto err_unmap;
+	r->sock = ret;
+
+	pthread_mutex_lock(&live_lock);
+	lm_list_push_back(&live, &r->node);
+	pthread_mutex_unlock(&live_lock);
+	LM_INFO(shm_log_prov, FI_LOG_EP_CTRL,
+	        "created %s (%u cells, %u buffers, %" PRIu64 " bytes)\n", r->name, cells,
+	        count, size);
+	*out = r;
+	return 0;
+
+err_unmap:
+	munmap(base, size);
+err_unlink:
+	if (fd >= 0)
+		close(fd);
+	shm_unlink(r->name);
+err_free:
+	free(r);
+	return ret;
+}
+
+void shm_region_destroy(struct shm_region *r)
+{
+	if (!r)
+		return;
+	pthread_mutex_lock(&live_lock);
+	lm_list_remove(&r->node);
+	pthread_mutex_unlock(&live_lock);
+	/* A forked child closing its inherited copy must not kill the parent's. */
+	if (r->pid == getpid()) {
+		atomic_store_explicit(&r->map.hdr->alive, 0, memory_order_release);
+		shm_unlink(r->name);
+	}
+	if (r->sock >= 0)
+		close(r->sock);
+	munmap(r->map.base, r->map.size);
+	free(r);
+}
+
+/* Is region file "loom-<uid>-<pid>-<token>" left over?  Its owner pid is
+ * dead, or alive but with a start time other than the one in the header (a
+ * recycled pid).  A header not yet complete (no magic) of a live pid may be
+ * under construction and is left alone. */
+static bool shm_region_stale(const char *file, pid_t pid)
+{
+	char path[SHM_NAME_MAX];
+	struct stat st;
+	struct shm_hdr h;
+	bool stale = false;
+	int fd;
+
+	if (!shm_pid_exists(pid))
+		return true;
+	snprintf(path, sizeof(path), "/%s", file);
+	fd = shm_open(path, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	if (!fstat(fd, &st) && st.st_size >= (off_t)sizeof(h) &&
+	    pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) && h.magic == SHM_MAGIC &&
+	    h.owner_pid == pid && h.owner_start != shm_proc_start(pid))
+		stale = true;
+	close(fd);
+	return stale;
+}
+
+int shm_region_reclaim(void)
+{
+	char prefix[32];
+	struct dirent *d;
+	size_t plen;
+	DIR *dir;
+	int n = 0;
+
+	plen = (size_t)snprintf(prefix, sizeof(prefix), "loom-%u-", (unsigned)getuid());
+	dir = opendir(SHM_DIR);
+	if (!dir)
+		return 0;
+	while ((d = readdir(dir))) {
+		char *end;
+		long pid;
+
+		if (strncmp(d->d_name, prefix, plen) ||
+		    strlen(d->d_name) >= SHM_NAME_MAX - 1)
+			continue;
+		errno = 0;
+		pid = strtol(d->d_name + plen, &end, 10);
+		if (errno || *end != '-' || pid <= 0 || pid > INT_MAX)
+			continue;
+		if (!shm_region_stale(d->d_name, (pid_t)pid))
+			continue;
+		/* Unlink through the name in the directory, as shm_unlink would. */
+		if (!unlinkat(dirfd(dir), d->d_name, 0)) {
+			n++;
+			LM_INFO(shm_log_prov, FI_LOG_EP_CTRL, "removed stale region %s\n",
+			        d->d_name);
+		}
+	}
+	closedir(dir);
+	return n;
+}
+
+/* ---- doorbell --------------------------------------------------------- */
+
+/* Producers send from one unbound socket per process, made on first use. */
+static _Atomic int bell_tx_fd = -1;
+
+static int shm_bell_tx_fd(void)
+{
+	int fd = atomic_load_explicit(&bell_tx_fd, memory_order_acquire);
+	int expect = -1;
+
+	if (fd >= 0)
+		return fd;
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (!atomic_compare_exchange_strong(&bell_tx_fd, &expect, fd)) {
+		close(fd);
+		return expect;
+	}
+	return fd;
+}
+
+void shm_doorbell_ring(struct shm_peer *p)
+{
+	struct sockaddr_un sa;
+	socklen_t len;
+	int fd;
+	char b = 0;
+
+	atomic_thread_fence(memory_order_seq_cst);
+	if (!atomic_load_explicit(&p->map.hdr->sleeping, memory_order_relaxed) ||
+	    !atomic_exchange_explicit(&p->map.hdr->sleeping, 0, memory_order_relaxed))
+		return;
+	len = shm_bell_addr(&sa, p->name);
+	fd = shm_bell_tx_fd();
+	if (fd >= 0)
+		(void)sendto(fd, &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL,
+		             (struct sockaddr *)&sa, len);
+}
+
+int shm_region_fd(const struct shm_region *r)
+{
+	return r->sock;
+}
+
+int shm_doorbell_arm(struct shm_region *r)
+{
+	atomic_store_explicit(&r->map.hdr->sleeping, 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_seq_cst);
+	if (shm_ring_ready(r)) {
+		atomic_store_explicit(&r->map.hdr->sleeping, 0, memory_order_relaxed);
+		return -FI_EAGAIN;
+	}
+	return 0;
+}
+
+void shm_doorbell_disarm(struct shm_region *r)
+{
+	atomic_store_explicit(&r->map.hdr->sleeping, 0, memory_order_relaxed);
+}
+
+void shm_doorbell_drain(struct shm_region *r)
+{
+	char buf[64];
+
+	while (recv(r->sock, buf, sizeof(buf), MSG_DONTWAIT) >= 0)
+		;
+}
+
+/* ---- peers -------------------------------------------------------------- */
+
+int shm_peer_open(const char *addr, struct shm_peer **out)
+{
+	struct shm_peer *p;
+	struct stat st;
+	uint64_t token, start;
+	char *base;
+	pid_t pid;
+	int fd, ret;
+
+	if (!out || shm_addr_parse(addr, &pid, &token)) {
+		LM_WARN(shm_log_prov, FI_LOG_AV, "bad shm address %s\n",
+		        addr ? addr : "(null)");
+		return -FI_EINVAL;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -FI_ENOMEM;
+	p->pid = pid;
+	p->token = token;
+	shm_make_name(p->name, sizeof(p->name), pid, token);
+	shm_addr_format(p->addr, sizeof(p->addr), pid, token);
+
+	fd = shm_open(p->name, O_RDWR | O_CLOEXEC, 0);
+	if (fd < 0) {
+		ret = neg_errno(errno);
+		LM_WARN(shm_log_prov, FI_LOG_AV, "peer %s: %s\n", addr, strerror(errno));
+		goto err_free;
+	}
+	if (fstat(fd, &st)) {
+		ret = neg_errno(errno);
+		goto err_close;
+	}
+	if (st.st_uid != geteuid() || (st.st_mode & 077) || !S_ISREG(st.st_mode)) {
+		LM_WARN(shm_log_prov, FI_LOG_AV,
+		        "peer %s: region not ours with mode 0600\n", addr);
+		ret = -FI_EACCES;
+		goto err_close;
+	}
+	if (st.st_size < (off_t)sizeof(struct shm_hdr) ||
+	    (uint64_t)st.st_size > SIZE_MAX) {
+		LM_WARN(shm_log_prov, FI_LOG_AV, "peer %s: region of %lld bytes\n", addr,
+		        (long long)st.st_size);
+		ret = -FI_EINVAL;
+		goto err_close;
+	}
+	base = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (base == MAP_FAILED) {
+		ret = neg_errno(errno);
+		LM_WARN(shm_log_prov, FI_LOG_AV, "peer %s: mmap: %s\n", addr,
+		        strerror(errno));
+		goto err_close;
+	}
+	close(fd);
+	fd = -1;
+	ret = shm_map_check(&p->map, base, (size_t)st.st_size, p->name);
+	if (ret)
+		goto err_unmap;
+	if (p->map.hdr->owner_pid != pid || p->map.hdr->token != token) {
+		LM_WARN(shm_log_prov, FI_LOG_AV, "peer %s: header names another owner\n",
+		        addr);
+		ret = -FI_EINVAL;
+		goto err_unmap;
+	}
+	p->start = p->map.hdr->owner_start;
+	start = shm_proc_start(pid);
+	if (!start || start != p->start ||
+	    !atomic_load_explicit(&p->map.hdr->alive, memory_order_acquire)) {
+		LM_WARN(shm_log_prov, FI_LOG_AV, "peer %s: owner process is gone\n",
+		        addr);
+		ret = -FI_EHOSTDOWN;
+		goto err_unmap;
+	}
+	*out = p;
+	return 0;
+
+err_unmap:
+	munmap(base, (size_t)st.st_size);
+err_close:
+	if (fd >= 0)
+		close(fd);
+err_free:
+	free(p);
+	return ret;
+}
+
+void shm_peer_close(struct shm_peer *p)
+{
+	if (!p)
+		return;
+	munmap(p->map.base, p->map.size);
+	free(p);
+}
+
+bool shm_peer_alive(const struct shm_peer *p)
+{
+	if (!atomic_load_explicit(&p->map.hdr->alive, memory_order_acquire))
+		return false;
+	if (!shm_pid_exists(p->pid))
+		return false;
+	return shm_proc_start(p->pid) == p->start;
+}

@@ -1,0 +1,213 @@
+/* ring.c - the command ring (lock-free MPSC, cells with sequence words) and
+ * the bounce-buffer pool (tagged Treiber free list) of a shm region. */
+#include <string.h>
+
+#include "core.h"
+#include "shm_link.h"
+
+/* ---- command ring --------------------------------------------------------- */
+
+_Static_assert(sizeof(struct shm_cell) == SHM_CELL_SIZE, "cell size is wire format");
+_Static_assert(offsetof(struct shm_cell, data) == SHM_CELL_HDR, "cell header size");
+_Static_assert(sizeof(struct shm_hdr) % 64 == 0, "header keeps cells cache aligned");
+
+int shm_ring_push(struct shm_peer *p, const void *hdr, size_t hdr_len,
+                  const struct iovec *payload, size_t iovcnt)
+{
+	struct shm_map *m = &p->map;
+	_Atomic uint64_t *head = &m->hdr->ring_head;
+	struct shm_cell *c;
+	uint64_t pos, seq;
+	size_t total = hdr_len, i, off;
+	unsigned spins = 0;
+
+	for (i = 0; i < iovcnt; i++) {
+		if (payload[i].iov_len > SHM_INLINE_MAX)
+			return -FI_EMSGSIZE;
+		total += payload[i].iov_len;
+	}
+	if (total > SHM_INLINE_MAX)
+		return -FI_EMSGSIZE;
+
+	pos = atomic_load_explicit(head, memory_order_relaxed);
+	for (;;) {
+		int64_t dif;
+
+		c = &m->cells[pos & m->mask];
+		seq = atomic_load_explicit(&c->seq, memory_order_acquire);
+		dif = (int64_t)(seq - pos);
+		if (dif == 0) {
+			if (atomic_compare_exchange_weak_explicit(head, &pos, pos + 1,
+			                                          memory_order_relaxed,
+			                                          memory_order_relaxed))
+				break;
+			/* pos now holds the current head: try it. */
+		} else if (dif < 0) {
+			/* The owner has not consumed this cell's previous lap. */
+			return -FI_EAGAIN;
+		} else {
+			/* Another producer took pos; a head that never moves past
+			 * a "future" seq means a corrupt ring: give up, don't hang. */
+			if (++spins > (1u << 20))
+				return -FI_EAGAIN;
+			pos = atomic_load_explicit(head, memory_order_relaxed);
+		}
+	}
+
+	if (hdr_len)
+		memcpy(c->data, hdr, hdr_len);
+	off = hdr_len;
+	for (i = 0; i < iovcnt; i++) {
+		if (payload[i].iov_len)
+			memcpy(c->data + off, payload[i].iov_base, payload[i].iov_len);
+		off += payload[i].iov_len;
+	}
+	c->len = (uint32_t)total;
+	atomic_store_explicit(&c->seq, pos + 1, memory_order_release);
+	return 0;
+}
+
+bool shm_ring_ready(const struct shm_region *r)
+{
+	const struct shm_cell *c = &r->map.cells[r->tail & r->map.mask];
+
+	return atomic_load_explicit(&c->seq, memory_order_acquire) == r->tail + 1;
+}
+
+void shm_ring_release(struct shm_region *r)
+{
+	struct shm_cell *c = &r->map.cells[r->tail & r->map.mask];
+
+	atomic_store_explicit(&c->seq, r->tail + r->map.mask + 1, memory_order_release);
+	r->tail++;
+}
+
+const void *shm_ring_peek(struct shm_region *r, size_t *len)
+{
+	struct shm_cell *c;
+	uint32_t n;
+
+	/* A cell with a length no producer could write is dropped, so one
+	 * corrupt cell does not block the ring. */
+	while (shm_ring_ready(r)) {
+		c = &r->map.cells[r->tail & r->map.mask];
+		n = c->len;
+		if (n <= SHM_INLINE_MAX) {
+			*len = n;
+			return c->data;
+		}
+		LM_WARN(shm_log_prov, FI_LOG_EP_DATA, "%s: dropped cell with length %u\n",
+		        r->name, n);
+		shm_ring_release(r);
+	}
+	*len = 0;
+	return NULL;
+}
+
+ssize_t shm_ring_pop(struct shm_region *r, void *buf)
+{
+	struct shm_cell *c;
+	uint32_t n;
+
+	if (!shm_ring_ready(r))
+		return -FI_EAGAIN;
+	c = &r->map.cells[r->tail & r->map.mask];
+	n = c->len;
+	if (n > SHM_INLINE_MAX) {
+		LM_WARN(shm_log_prov, FI_LOG_EP_DATA, "%s: dropped cell with length %u\n",
+		        r->name, n);
+		shm_ring_release(r);
+		return -FI_EIO;
+	}
+	memcpy(buf, c->data, n);
+	shm_ring_release(r);
+	return n;
+}
+
+/* ---- bounce buffers ------------------------------------------------------- */
+
+#define BUF_IDX(v) ((uint32_t)(v))
+#define BUF_TAG(v) ((v) >> 32)
+
+static int shm_buf_take(struct shm_map *m)
+{
+	_Atomic uint64_t *head = &m->hdr->buf_free;
+	uint64_t old, new;
+	uint32_t idx, next, zero = 0;
+
+	old = atomic_load_explicit(head, memory_order_acquire);
+	for (;;) {
+		idx = BUF_IDX(old);
+		if (idx == SHM_BUF_NONE)
+			return -FI_EAGAIN;
+		if (idx >= m->buf_count)
+			return -FI_EIO;
+		next = atomic_load_explicit(&m->meta[idx].next, memory_order_relaxed);
+		new = (BUF_TAG(old) + 1) << 32 | next;
+		if (atomic_compare_exchange_weak_explicit(
+		        head, &old, new, memory_order_acquire, memory_order_acquire))
+			break;
+	}
+	/* A stale next read before a losing CAS is harmless: the tag made the
+	 * CAS fail.  If the winner's next was out of range, the next alloc
+	 * reports the corruption. */
+	if (!atomic_compare_exchange_strong_explicit(&m->meta[idx].state, &zero, 1,
+	                                             memory_order_relaxed,
+	                                             memory_order_relaxed))
+		return -FI_EIO;
+	return (int)idx;
+}
+
+static int shm_buf_give(struct shm_map *m, uint32_t idx)
+{
+	_Atomic uint64_t *head = &m->hdr->buf_free;
+	uint64_t old, new;
+	uint32_t one = 1;
+
+	if (idx >= m->buf_count ||
+	    !atomic_compare_exchange_strong_explicit(
+	        &m->meta[idx].state, &one, 0, memory_order_relaxed, memory_order_relaxed))
+		return -FI_EINVAL;
+	old = atomic_load_explicit(head, memory_order_relaxed);
+	do {
+		atomic_store_explicit(&m->meta[idx].next, BUF_IDX(old),
+		                      memory_order_relaxed);
+		new = (BUF_TAG(old) + 1) << 32 | idx;
+	} while (!atomic_compare_exchange_weak_explicit(
+	    head, &old, new, memory_order_release, memory_order_relaxed));
+	return 0;
+}
+
+int shm_buf_alloc(struct shm_peer *p)
+{
+	return shm_buf_take(&p->map);
+}
+
+int shm_buf_put(struct shm_peer *p, uint32_t idx)
+{
+	return shm_buf_give(&p->map, idx);
+}
+
+void *shm_buf_peer_ptr(struct shm_peer *p, uint32_t idx)
+{
+	if (idx >= p->map.buf_count)
+		return NULL;
+	return p->map.bufs + (size_t)idx * p->map.buf_size;
+}
+
+const void *shm_buf_ptr(struct shm_region *r, uint32_t idx)
+{
+	if (idx >= r->map.buf_count)
+		return NULL;
+	return r->map.bufs + (size_t)idx * r->map.buf_size;
+}
+
+int shm_buf_free(struct shm_region *r, uint32_t idx)
+{
+	return shm_buf_give(&r->map, idx);
+}
+
+size_t shm_buf_size(const struct shm_map *m)
+{
+	return m->buf_size;
+}

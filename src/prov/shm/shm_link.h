@@ -1,0 +1,297 @@
+/* shm_link.h - the shared-memory transport under the shm provider: per-endpoint
+ * regions in /dev/shm, a lock-free command ring, bounce buffers, a pollable
+ * doorbell and cross-memory attach.  No libfabric objects live here. */
+#ifndef LOOM_SHM_LINK_H
+#define LOOM_SHM_LINK_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include <rdma/fi_errno.h>
+
+#include "list.h"
+
+/*
+ * Overview.  Every endpoint owns one region, named
+ * "/loom-<uid>-<pid>-<token16hex>" and addressed as "fi_shm://<pid>/<token16hex>".
+ * Other processes map it (shm_peer_open) and, as producers, push cells into
+ * its ring, take bounce buffers from its pool and ring its doorbell.  The
+ * owner is the only consumer.
+ *
+ * Threading: producer calls (shm_ring_push, shm_buf_alloc/put, shm_doorbell_ring,
+ * shm_cma_*) may run concurrently from any number of threads and processes.
+ * Owner calls on a region (shm_ring_pop/peek/release, shm_buf_free,
+ * shm_doorbell_*) must be serialised by the caller (one progress thread at a
+ * time).  Create/destroy/open/close of one object must not race its own use.
+ *
+ * Trust: a peer is another process of the same user and may be buggy or
+ * hostile.  Every size, offset and index read from shared memory is checked
+ * against private copies taken when the mapping was validated, so a corrupted
+ * header or cell can lose or garble messages but never make this process touch
+ * memory outside the mapping.  (One hole remains that no check can close: an
+ * owner that shrinks its object with ftruncate makes peers' accesses fault with
+ * SIGBUS.)
+ */
+
+/* ---- region layout, shared with peers ----------------------------------
+ * Bump SHM_LAYOUT_VERSION on any change below: peers compare it on open.
+ *
+ *   0        struct shm_hdr                       (identity, atomics)
+ *   ring_off cells[ring_cells], SHM_CELL_SIZE each (the command ring)
+ *   meta_off struct shm_buf_meta[buf_count]       (free-list links)
+ *   buf_off  buffers[buf_count], buf_size each    (page aligned)
+ */
+
+#define SHM_MAGIC          0x314d48534d4f4f4cULL /* "LOOMSHM1" little-endian */
+#define SHM_LAYOUT_VERSION 1
+#define SHM_CELL_SIZE      256
+#define SHM_CELL_HDR       16
+/* Largest hdr + payload that travels inline in one ring cell. */
+#define SHM_INLINE_MAX     (SHM_CELL_SIZE - SHM_CELL_HDR)
+#define SHM_BUF_SIZE       65536
+#define SHM_RING_CELLS_DEF 1024
+#define SHM_BUF_COUNT_DEF  64
+#define SHM_RING_CELLS_MAX (1u << 20)
+#define SHM_BUF_COUNT_MAX  (1u << 16)
+/* Longest region name (with NUL) and address string (with NUL). */
+#define SHM_NAME_MAX    64
+#define SHM_ADDR_MAX    40
+#define SHM_ADDR_PREFIX "fi_shm://"
+#define SHM_BUF_NONE    0xffffffffu
+/* The value of the word at hdr->cma_probe_addr in the owner's memory. */
+#define SHM_CMA_PROBE_WORD 0x21626f7270616d63ULL
+
+struct shm_hdr {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t hdr_size; /* sizeof(struct shm_hdr) */
+	uint64_t total_size;
+	uint64_t token;
+	int32_t owner_pid;
+	uint32_t pad0;
+	uint64_t owner_start;    /* /proc/<pid>/stat field 22 */
+	uint64_t cma_probe_addr; /* owner address of SHM_CMA_PROBE_WORD */
+	uint64_t ring_off;
+	uint32_t ring_cells; /* power of two */
+	uint32_t buf_count;
+	uint64_t meta_off;
+	uint64_t buf_off;
+	uint32_t buf_size;
+	_Atomic uint32_t alive;                  /* 1 from creation until destroy */
+	_Alignas(64) _Atomic uint32_t sleeping;  /* doorbell armed by the owner */
+	_Alignas(64) _Atomic uint64_t ring_head; /* producers' next position */
+	_Alignas(64) _Atomic uint64_t buf_free;  /* tag << 32 | first free index */
+};
+
+/* One ring cell.  seq == pos: free for the producer of position pos;
+ * seq == pos + 1: committed, ready for the consumer at pos. */
+struct shm_cell {
+	_Atomic uint64_t seq;
+	uint32_t len; /* bytes of data in use */
+	uint32_t pad;
+	uint8_t data[SHM_INLINE_MAX];
+};
+
+struct shm_buf_meta {
+	_Atomic uint32_t next;  /* free-list link (SHM_BUF_NONE ends) */
+	_Atomic uint32_t state; /* 0 free, 1 allocated */
+};
+
+/* ---- private handles ------------------------------------------------------ */
+
+/* Bounds of a mapping, copied and checked once; never re-read from it. */
+struct shm_map {
+	char *base;
+	size_t size;
+	struct shm_hdr *hdr;
+	struct shm_cell *cells;
+	uint64_t mask; /* ring_cells - 1 */
+	struct shm_buf_meta *meta;
+	char *bufs;
+	uint32_t buf_count;
+	uint32_t buf_size;
+};
+
+struct shm_region {
+	struct shm_map map;
+	uint64_t tail; /* consumer position: private, so peers cannot move it */
+	uint64_t token;
+	pid_t pid;
+	int sock; /* doorbell: bound abstract AF_UNIX datagram socket */
+	struct lm_list node;
+	char name[SHM_NAME_MAX];
+	char addr[SHM_ADDR_MAX];
+};
+
+struct shm_peer {
+	struct shm_map map;
+	uint64_t token;
+	uint64_t start; /* owner start time seen at open */
+	pid_t pid;
+	int cma; /* 0 not probed, 1 works, negative: -FI_E* why not */
+	char name[SHM_NAME_MAX];
+	char addr[SHM_ADDR_MAX];
+};
+
+struct shm_region_attr {
+	uint32_t ring_cells; /* rounded up to a power of two; 0: default */
+	uint32_t buf_count;  /* 0: default */
+};
+
+/* Provider logs go under (the core's until the shm provider points it at
+ * itself at init). */
+struct fi_provider;
+extern const struct fi_provider *shm_log_prov;
+
+/* ---- addresses (region.c) ---------------------------------------------- */
+
+/* Write "fi_shm://<pid>/<token16hex>" into buf.  Returns the string length,
+ * or -FI_ETOOSMALL (buf untouched) when it and its NUL do not fit in len;
+ * SHM_ADDR_MAX always fits. */
+int shm_addr_format(char *buf, size_t len, pid_t pid, uint64_t token);
+/* Parse an address written by shm_addr_format (exactly 16 lowercase or
+ * uppercase hex digits, pid 1..INT_MAX, nothing after).  -FI_EINVAL if not. */
+int shm_addr_parse(const char *addr, pid_t *pid, uint64_t *token);
+
+/* ---- regions (region.c) ------------------------------------------------ */
+
+/* Create this endpoint's region (mode 0600, O_EXCL, random token) with its
+ * doorbell socket, after reclaiming stale regions of dead processes of this
+ * user.  attr may be NULL.  *out set only on success. */
+int shm_region_create(const struct shm_region_attr *attr, struct shm_region **out);
+/* Mark it dead for peers, unlink its name, close the doorbell, unmap, free.
+ * In a forked child that inherited r, only the child's copy is released.
+ * NULL is accepted. */
+void shm_region_destroy(struct shm_region *r);
+/* The region's address string (valid until destroy). */
+const char *shm_region_addr(const struct shm_region *r);
+/* Remove /dev/shm regions of this user whose process is dead or whose pid
+ * was recycled.  Called by shm_region_create; returns how many it removed. */
+int shm_region_reclaim(void);
+
+/* Map the region named by addr after validating it: same user, mode 0600,
+ * magic, layout version (-FI_ENOPROTOOPT with a warning naming both versions),
+ * every size and offset inside the object's real size (-FI_EINVAL), owner
+ * pid and token matching the address.  -FI_ENOENT if there is no such
+ * region, -FI_EHOSTDOWN if it exists but its owner is gone. */
+int shm_peer_open(const char *addr, struct shm_peer **out);
+void shm_peer_close(struct shm_peer *p);
+/* Is the owner still there?  kill(pid, 0), its start time and its alive
+ * flag.  Costs a syscall and a /proc read: call it on timeouts or errors,
+ * not per message. */
+bool shm_peer_alive(const struct shm_peer *p);
+
+/* ---- command ring (ring.c) ----------------------------------------------
+ * Bounded MPSC ring with a sequence word per cell (Vyukov's scheme):
+ *
+ *   hdr->ring_head (shared, CAS by producers)     region->tail (owner only)
+ *            |                                          |
+ *   cells: [ seq=p+1 | seq=p+1 | seq=p (claimed, being written) | ... ]
+ *
+ * A producer claims position p by CAS on ring_head once cells[p].seq == p,
+ * writes the cell, then publishes seq = p + 1 (release).  The owner consumes
+ * cells[tail] when its seq == tail + 1 (acquire) and hands it back to the
+ * producers of the next lap with seq = tail + ring_cells.  A cell claimed but
+ * not yet published stops the consumer there, so a half-written cell is never
+ * seen.  (A producer killed inside that window of a few instructions stalls
+ * the ring; the owner then sees its peers time out.)
+ */
+
+/* Copy hdr then the payload iov into one cell of the peer's ring.
+ * -FI_EMSGSIZE if the total exceeds SHM_INLINE_MAX, -FI_EAGAIN if the ring is
+ * full (never blocks).  Does not ring the doorbell: call shm_doorbell_ring
+ * after one push or a batch. */
+int shm_ring_push(struct shm_peer *p, const void *hdr, size_t hdr_len,
+                  const struct iovec *payload, size_t iovcnt);
+/* Owner: copy the oldest cell's data into buf (SHM_INLINE_MAX bytes) and
+ * release the cell.  Returns its length, -FI_EAGAIN when empty, or -FI_EIO
+ * for a cell with an impossible length (the cell is dropped). */
+ssize_t shm_ring_pop(struct shm_region *r, void *buf);
+/* Owner, zero-copy form: the oldest cell's data and length, or NULL when
+ * empty (cells with an impossible length are dropped on the way).  The data
+ * is still in shared memory, where a hostile producer could rewrite it: copy
+ * a field before validating it.  shm_ring_release then gives the cell back. */
+const void *shm_ring_peek(struct shm_region *r, size_t *len);
+void shm_ring_release(struct shm_region *r);
+/* Owner: is there a committed cell to read? */
+bool shm_ring_ready(const struct shm_region *r);
+
+/* ---- bounce buffers (ring.c) --------------------------------------------
+ * buf_count buffers of buf_size bytes in the receiver's region, on a
+ * Treiber free list whose head carries a tag bumped by every change, so an
+ * index popped and pushed back between a reader's load and CAS (ABA) fails
+ * the CAS:   buf_free = [ tag:32 | index:32 ] -> meta[index].next -> ...
+ */
+
+/* Sender: take a free buffer of the peer's region.  Returns its index,
+ * -FI_EAGAIN when none is free, -FI_EIO if the free list is corrupt. */
+int shm_buf_alloc(struct shm_peer *p);
+/* Sender: where to write buffer idx (NULL unless idx < count). */
+void *shm_buf_peer_ptr(struct shm_peer *p, uint32_t idx);
+/* Sender: give back a buffer it took but never sent. */
+int shm_buf_put(struct shm_peer *p, uint32_t idx);
+/* Receiver: where to read buffer idx (NULL unless idx < count: validate
+ * indices received in cells with this). */
+const void *shm_buf_ptr(struct shm_region *r, uint32_t idx);
+/* Receiver: free buffer idx after copying out.  -FI_EINVAL if idx is out of
+ * range or not allocated (double free). */
+int shm_buf_free(struct shm_region *r, uint32_t idx);
+/* Buffer size in bytes of a region or peer mapping (&r->map, &p->map). */
+size_t shm_buf_size(const struct shm_map *m);
+
+/* ---- doorbell (region.c) --------------------------------------------------
+ * The owner's socket is readable when a producer rang.  Protocol:
+ *
+ *   owner                                producer
+ *   shm_doorbell_arm:                    shm_ring_push: publish cell seq
+ *     sleeping = 1; full fence;          shm_doorbell_ring: full fence;
+ *     ring ready? -> -FI_EAGAIN            if sleeping: exchange(sleeping, 0)
+ *   poll(shm_region_fd) ...                and if it was 1: send 1 byte
+ *   shm_doorbell_disarm (sleeping = 0)
+ *   shm_doorbell_drain
+ *
+ * The two fences order "set flag, read ring" against "write ring, read flag":
+ * at least one side sees the other, so either arm reports work or the
+ * producer sends.  Only the producer that clears the flag sends: one
+ * datagram per sleep.
+ */
+
+/* Descriptor to poll for readability (e.g. add to the CQ's epoll set).  The
+ * socket lives in the abstract namespace of the owner's network namespace:
+ * peers in another network namespace sharing /dev/shm cannot ring it. */
+int shm_region_fd(const struct shm_region *r);
+/* Owner, before sleeping: 0 if it may sleep on the fd, -FI_EAGAIN if the ring
+ * already has work (the flag is cleared again: do not sleep). */
+int shm_doorbell_arm(struct shm_region *r);
+/* Owner, after waking (or deciding not to sleep). */
+void shm_doorbell_disarm(struct shm_region *r);
+/* Owner: consume pending doorbell datagrams so the fd stops being readable. */
+void shm_doorbell_drain(struct shm_region *r);
+/* Producer: wake the owner if it sleeps.  Non-blocking, errors ignored. */
+void shm_doorbell_ring(struct shm_peer *p);
+
+/* ---- cross-memory attach (cma.c) ---------------------------------------- */
+
+/* Force the bounce-buffer fallback (FI_SHM_DISABLE_CMA): probes then fail. */
+void shm_cma_set_disabled(bool disabled);
+/* 0 if process_vm_readv copies this process's own memory (cached after the
+ * first call), -FI_ENOSYS / -FI_EPERM / ... otherwise, -FI_EOPNOTSUPP when
+ * disabled. */
+int shm_cma_probe(void);
+/* 0 if a real copy from the peer's process works (reads the word at its
+ * hdr->cma_probe_addr and expects SHM_CMA_PROBE_WORD; the result is cached in
+ * the peer), else a negative code as above.  Do it on first contact. */
+int shm_cma_peer_probe(struct shm_peer *p);
+/* Copy min(local total, remote total) bytes from/to process pid, looping
+ * over partial transfers.  Returns bytes copied, or -FI_EFAULT (bad remote
+ * range), -FI_EPERM, -FI_ENOSYS, -FI_EIO (process gone or no progress). */
+ssize_t shm_cma_read(pid_t pid, const struct iovec *local, size_t lcnt,
+                     const struct iovec *remote, size_t rcnt);
+ssize_t shm_cma_write(pid_t pid, const struct iovec *local, size_t lcnt,
+                      const struct iovec *remote, size_t rcnt);
+
+#endif

@@ -1,0 +1,821 @@
+/* ep.c - the RDM engine's domain glue and endpoint object: bindings,
+ * enable, names, options, aliases, the per-endpoint peer table, and the
+ * progress hooks it hangs on its CQs and counters. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rdm.h"
+
+#define DEFAULT_TX_SIZE     256
+#define DEFAULT_RX_SIZE     256
+#define DEFAULT_MIN_MULTI   64
+#define DEFAULT_INJECT_SIZE 4096
+
+/* ---- domain ---------------------------------------------------------------- */
+
+static struct lm_rdm_domain *rdm_dom_of_av(struct lm_av *av)
+{
+	return lm_container_of(av->domain, struct lm_rdm_domain, util);
+}
+
+static void av_on_remove(struct lm_av *av, fi_addr_t fi_addr, void *peer)
+{
+	(void)fi_addr, (void)peer;
+	atomic_fetch_add(&rdm_dom_of_av(av)->av_gen, 1);
+}
+
+int lm_rdm_domain_init(struct lm_rdm_domain *dom, struct lm_fabric *fab,
+                       const struct fi_info *info, const struct lm_link_ops *link_ops,
+                       void *link_ctx, void *context)
+{
+	int ret = lm_domain_init(&dom->util, fab, info, &lm_rdm_domain_ops, context);
+
+	if (ret)
+		return ret;
+	dom->link_ops = link_ops;
+	dom->link_ctx = link_ctx;
+	dom->av_ops.addrlen = link_ops->addrlen;
+	dom->av_ops.from_str = link_ops->addr_from_str;
+	dom->av_ops.to_str = link_ops->addr_to_str;
+	dom->av_ops.on_remove = av_on_remove;
+	dom->util.av_addr_ops = &dom->av_ops;
+	atomic_init(&dom->av_gen, 0);
+	return 0;
+}
+
+static int rdm_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
+                            enum fi_op op, struct fi_atomic_attr *attr, uint64_t flags)
+{
+	return lm_query_atomic(domain, datatype, op, attr, flags);
+}
+
+const struct fi_ops_domain lm_rdm_domain_ops = {
+    .size = sizeof(struct fi_ops_domain),
+    .av_open = lm_av_open,
+    .cq_open = lm_cq_open,
+    .endpoint = lm_rdm_endpoint,
+    .scalable_ep = NULL,
+    .cntr_open = lm_cntr_open,
+    .poll_open = lm_poll_open,
+    .stx_ctx = NULL,
+    .srx_ctx = NULL,
+    .query_atomic = rdm_query_atomic,
+    .query_collective = NULL,
+};
+
+/* ---- peers ------------------------------------------------------------------ */
+
+static struct lm_rdm_peer *peer_find(struct lm_rdm_ep *ep, const void *addr, uint64_t key)
+{
+	size_t alen = ep->dom->link_ops->addrlen;
+
+	for (struct lm_hnode *n = lm_hmap_find(&ep->peers, key); n;
+	     n = lm_hmap_find_next(n)) {
+		struct lm_rdm_peer *p = lm_container_of(n, struct lm_rdm_peer, hnode);
+
+		if (!memcmp(p->addr, addr, alen))
+			return p;
+	}
+	return NULL;
+}
+
+struct lm_rdm_peer *lm_rdm_peer_by_addr(struct lm_rdm_ep *ep, const void *addr)
+{
+	size_t alen = ep->dom->link_ops->addrlen;
+	uint64_t key = lm_hash_bytes(addr, alen);
+	struct lm_rdm_peer *p = peer_find(ep, addr, key);
+
+	if (p)
+		return p;
+	p = calloc(1, sizeof(*p) + alen);
+	if (!p)
+		return NULL;
+	memcpy(p->addr, addr, alen);
+	if (ep->link->ops->peer_open(ep->link, addr, &p->lp)) {
+		free(p);
+		return NULL;
+	}
+	p->fi_addr = FI_ADDR_NOTAVAIL;
+	p->fi_gen = UINT64_MAX;
+	lm_hmap_insert(&ep->peers, &p->hnode, key);
+	return p;
+}
+
+/* The send side: fi_addr -> peer, cached in a vector indexed like the AV
+ * and flushed whenever an address is removed from any AV of the domain. */
+struct lm_rdm_peer *lm_rdm_peer_by_fiaddr(struct lm_rdm_ep *ep, fi_addr_t addr)
+{
+	uint64_t gen = atomic_load_explicit(&ep->dom->av_gen, memory_order_relaxed);
+	uint64_t idx;
+	const void *bytes;
+	struct lm_rdm_peer *p;
+
+	if (!ep->av || addr == FI_ADDR_NOTAVAIL)
+		return NULL;
+	idx = addr & ep->av->idx_mask;
+	if (gen != ep->peer_gen) {
+		memset(ep->peer_vec, 0, ep->peer_vec_len * sizeof(ep->peer_vec[0]));
+		ep->peer_gen = gen;
+	}
+	if (idx < ep->peer_vec_len && ep->peer_vec[idx])
+		return ep->peer_vec[idx];
+	bytes = lm_av_addr(ep->av, addr);
+	if (!bytes)
+		return NULL;
+	p = lm_rdm_peer_by_addr(ep, bytes);
+	if (!p)
+		return NULL;
+	if (idx >= ep->peer_vec_len) {
+		size_t n = ep->peer_vec_len ? ep->peer_vec_len : 64;
+		struct lm_rdm_peer **v;
+
+		while (n <= idx)
+			n *= 2;
+		v = realloc(ep->peer_vec, n * sizeof(*v));
+		if (!v)
+			return p;
+		memset(v + ep->peer_vec_len, 0, (n - ep->peer_vec_len) * sizeof(*v));
+		ep->peer_vec = v;
+		ep->peer_vec_len = n;
+	}
+	ep->peer_vec[idx] = p;
+	return p;
+}
+
+fi_addr_t lm_rdm_peer_fiaddr(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer)
+{
+	uint64_t gen = atomic_load_explicit(&ep->dom->av_gen, memory_order_relaxed);
+
+	if (!ep->av)
+		return FI_ADDR_NOTAVAIL;
+	/* Unknown senders are looked up again each time: the application
+	 * may insert them later. */
+	if (peer->fi_gen != gen || peer->fi_addr == FI_ADDR_NOTAVAIL) {
+		peer->fi_addr = lm_av_reverse(ep->av, peer->addr);
+		peer->fi_gen = gen;
+	}
+	return peer->fi_addr;
+}
+
+static void peers_free(struct lm_rdm_ep *ep)
+{
+	for (size_t b = 0; b < ep->peers.nbuckets; b++) {
+		struct lm_hnode *n = ep->peers.buckets[b];
+
+		while (n) {
+			struct lm_hnode *next = n->next;
+			struct lm_rdm_peer *p =
+			    lm_container_of(n, struct lm_rdm_peer, hnode);
+
+			ep->link->ops->peer_close(ep->link, p->lp);
+			free(p);
+			n = next;
+		}
+	}
+	lm_hmap_fini(&ep->peers);
+	free(ep->peer_vec);
+	ep->peer_vec = NULL;
+	ep->peer_vec_len = 0;
+}
+
+/* ---- progress hooks ------------------------------------------------------- */
+
+static void hook_run(struct lm_progress *p)
+{
+	struct lm_rdm_hook *h = lm_container_of(p, struct lm_rdm_hook, p);
+
+	bool sleepy =
+	    h->cq ? atomic_load(&h->cq->sleepers) || atomic_load(&h->cq->armed)
+	          : atomic_load(&h->cntr->sleepers) || atomic_load(&h->cntr->armed);
+
+	lm_rdm_progress(h->ep, sleepy);
+}
+
+static void hooks_add(struct lm_rdm_ep *ep)
+{
+	struct lm_cq *cqs[2] = {ep->tx_cq, ep->rx_cq};
+
+	for (int i = 0; i < 2; i++) {
+		if (!cqs[i] || (i == 1 && cqs[1] == cqs[0]))
+			continue;
+		ep->hooks[ep->nhooks].cq = cqs[i];
+		ep->nhooks++;
+	}
+	for (int i = 0; i < LM_CNTR_MAX; i++) {
+		bool dup = false;
+
+		if (!ep->cntr[i])
+			continue;
+		for (int j = 0; j < i; j++)
+			dup |= ep->cntr[j] == ep->cntr[i];
+		if (dup)
+			continue;
+		ep->hooks[ep->nhooks].cntr = ep->cntr[i];
+		ep->nhooks++;
+	}
+	for (size_t i = 0; i < ep->nhooks; i++) {
+		struct lm_rdm_hook *h = &ep->hooks[i];
+
+		h->ep = ep;
+		h->p.run = hook_run;
+		h->p.fd = ep->link->fd;
+		lm_list_init(&h->p.node);
+		if (h->cq)
+			lm_cq_add_progress(h->cq, &h->p);
+		else
+			lm_cntr_add_progress(h->cntr, &h->p);
+	}
+}
+
+static void hooks_del(struct lm_rdm_ep *ep)
+{
+	for (size_t i = 0; i < ep->nhooks; i++) {
+		struct lm_rdm_hook *h = &ep->hooks[i];
+
+		if (h->cq)
+			lm_cq_del_progress(h->cq, &h->p);
+		else
+			lm_cntr_del_progress(h->cntr, &h->p);
+	}
+	ep->nhooks = 0;
+}
+
+/* ---- bind / enable / close --------------------------------------------- */
+
+static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct lm_rdm_ctx *ctx = lm_container_of(fid, struct lm_rdm_ctx, ep_fid.fid);
+	struct lm_rdm_ep *ep = ctx->ep;
+	static const uint64_t cntr_bits[LM_CNTR_MAX] = {
+	    FI_SEND, FI_RECV, FI_READ, FI_WRITE, FI_REMOTE_READ, FI_REMOTE_WRITE};
+
+	if (!bfid || ctx->alias)
+		return -FI_EINVAL;
+	if (ep->enabled)
+		return -FI_EOPBADSTATE;
+	switch (bfid->fclass) {
+	case FI_CLASS_CQ: {
+		struct lm_cq *cq = lm_container_of(bfid, struct lm_cq, cq_fid.fid);
+
+		if (flags & ~(FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION))
+			return -FI_EBADFLAGS;
+		if (!(flags & (FI_TRANSMIT | FI_RECV)))
+			return -FI_EINVAL;
+		if (cq->domain != &ep->dom->util)
+			return -FI_EINVAL;
+		if (((flags & FI_TRANSMIT) && ep->tx_cq) ||
+		    ((flags & FI_RECV) && ep->rx_cq))
+			return -FI_EINVAL;
+		if (flags & FI_TRANSMIT) {
+			ep->tx_cq = cq;
+			ep->tx_selective = flags & FI_SELECTIVE_COMPLETION;
+			atomic_fetch_add(&cq->ref, 1);
+		}
+		if (flags & FI_RECV) {
+			ep->rx_cq = cq;
+			ep->rx_selective = flags & FI_SELECTIVE_COMPLETION;
+			atomic_fetch_add(&cq->ref, 1);
+		}
+		if (!cq->strerror)
+			cq->strerror = lm_rdm_strerror;
+		return 0;
+	}
+	case FI_CLASS_CNTR: {
+		struct lm_cntr *c = lm_container_of(bfid, struct lm_cntr, cntr_fid.fid);
+		bool any = false;
+
+		if (flags & ~(FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ |
+		              FI_REMOTE_WRITE))
+			return -FI_EBADFLAGS;
+		if (c->domain != &ep->dom->util)
+			return -FI_EINVAL;
+		for (int i = 0; i < LM_CNTR_MAX; i++)
+			if ((flags & cntr_bits[i]) && ep->cntr[i])
+				return -FI_EINVAL;
+		for (int i = 0; i < LM_CNTR_MAX; i++) {
+			if (!(flags & cntr_bits[i]))
+				continue;
+			ep->cntr[i] = c;
+			atomic_fetch_add(&c->ref, 1);
+			any = true;
+		}
+		return any ? 0 : -FI_EINVAL;
+	}
+	case FI_CLASS_AV: {
+		struct lm_av *av = lm_container_of(bfid, struct lm_av, av_fid.fid);
+
+		if (flags)
+			return -FI_EBADFLAGS;
+		if (ep->av || av->domain != &ep->dom->util)
+			return -FI_EINVAL;
+		ep->av = av;
+		atomic_fetch_add(&av->ref, 1);
+		return 0;
+	}
+	case FI_CLASS_EQ:
+		return 0; /* nothing of an RDM endpoint reports to an EQ */
+	default:
+		return -FI_EINVAL;
+	}
+}
+
+static int ep_enable(struct lm_rdm_ep *ep)
+{
+	bool any_cntr = false;
+
+	if (ep->enabled)
+		return 0;
+	if (!ep->av)
+		return -FI_ENOAV;
+	for (int i = 0; i < LM_CNTR_MAX; i++)
+		any_cntr |= ep->cntr[i] != NULL;
+	if (!ep->tx_cq && !ep->rx_cq && !any_cntr)
+		return -FI_ENOCQ;
+	hooks_add(ep);
+	ep->enabled = true;
+	return 0;
+}
+
+static void drain_requests(struct lm_rdm_ep *ep)
+{
+	struct lm_rx_entry *e;
+	struct lm_unexp_entry *u;
+
+	for (struct lm_match *m = &ep->msg; m; m = m == &ep->msg ? &ep->tagged : NULL) {
+		while ((e = lm_match_pop_posted(m)))
+			lm_rdm_rx_free(ep, lm_container_of(e, struct lm_rdm_rx, e));
+		while ((u = lm_match_pop_unexp(m)))
+			lm_rdm_unexp_free(ep, lm_container_of(u, struct lm_rdm_unexp, u));
+	}
+}
+
+static void ep_free(struct lm_rdm_ep *ep)
+{
+	struct lm_list *n;
+
+	if (ep->link) {
+		drain_requests(ep);
+		peers_free(ep);
+		ep->link->ops->close(ep->link);
+	}
+	while ((n = lm_list_pop_front(&ep->ctl_queue))) {
+		struct lm_rdm_ctl *c = lm_container_of(n, struct lm_rdm_ctl, node);
+
+		free(c->big);
+		lm_bufpool_free(&ep->ctl_pool, c);
+	}
+	for (size_t i = 0; i < ep->tx_count; i++)
+		free(ep->tx ? ep->tx[i] : NULL);
+	free(ep->tx);
+	free(ep->tx_free);
+	free(ep->rndv);
+	lm_match_fini(&ep->msg);
+	lm_match_fini(&ep->tagged);
+	lm_bufpool_fini(&ep->rx_pool);
+	lm_bufpool_fini(&ep->unexp_pool);
+	lm_bufpool_fini(&ep->small_pool);
+	lm_bufpool_fini(&ep->ctl_pool);
+	lm_info_free(ep->info);
+	lm_lock_fini(&ep->lock);
+	free(ep->name);
+	free(ep);
+}
+
+static int ep_close(struct fid *fid)
+{
+	struct lm_rdm_ctx *ctx = lm_container_of(fid, struct lm_rdm_ctx, ep_fid.fid);
+	struct lm_rdm_ep *ep = ctx->ep;
+
+	if (ctx->alias) {
+		atomic_fetch_sub(&ep->ref, 1);
+		free(ctx);
+		return 0;
+	}
+	if (atomic_load(&ep->ref))
+		return -FI_EBUSY;
+	hooks_del(ep);
+	if (ep->tx_cq)
+		atomic_fetch_sub(&ep->tx_cq->ref, 1);
+	if (ep->rx_cq)
+		atomic_fetch_sub(&ep->rx_cq->ref, 1);
+	for (int i = 0; i < LM_CNTR_MAX; i++)
+		if (ep->cntr[i])
+			atomic_fetch_sub(&ep->cntr[i]->ref, 1);
+	if (ep->av)
+		atomic_fetch_sub(&ep->av->ref, 1);
+	atomic_fetch_sub(&ep->dom->util.ref, 1);
+	ep_free(ep);
+	return 0;
+}
+
+static const struct fi_ops ep_fid_ops;
+
+static int ep_alias(struct lm_rdm_ctx *ctx, struct fi_alias *a)
+{
+	struct lm_rdm_ctx *al;
+
+	if (!a || !a->fid ||
+	    (a->flags & ~(FI_TRANSMIT | FI_RECV | LM_MSG_MODIFIERS | FI_COMPLETION |
+	                  FI_INJECT | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE |
+	                  FI_DELIVERY_COMPLETE | FI_MULTI_RECV | FI_REMOTE_CQ_DATA |
+	                  FI_COMMIT_COMPLETE | FI_FENCE | FI_MORE)))
+		return -FI_EINVAL;
+	al = calloc(1, sizeof(*al));
+	if (!al)
+		return -FI_ENOMEM;
+	*al = *ctx;
+	al->alias = true;
+	if (a->flags & FI_TRANSMIT)
+		al->tx_flags = a->flags & ~(FI_TRANSMIT | FI_RECV);
+	if (a->flags & FI_RECV)
+		al->rx_flags = a->flags & ~(FI_TRANSMIT | FI_RECV);
+	atomic_fetch_add(&ctx->ep->ref, 1);
+	*a->fid = &al->ep_fid.fid;
+	return 0;
+}
+
+static int ep_control(struct fid *fid, int command, void *arg)
+{
+	struct lm_rdm_ctx *ctx = lm_container_of(fid, struct lm_rdm_ctx, ep_fid.fid);
+	uint64_t *flags = arg;
+	int ret;
+
+	switch (command) {
+	case FI_ENABLE:
+		lm_lock_acquire(&ctx->ep->lock);
+		ret = ep_enable(ctx->ep);
+		lm_lock_release(&ctx->ep->lock);
+		return ret;
+	case FI_GETOPSFLAG:
+		if (!flags)
+			return -FI_EINVAL;
+		if ((*flags & FI_TRANSMIT) && (*flags & FI_RECV))
+			return -FI_EINVAL;
+		if (*flags & FI_TRANSMIT)
+			*flags = ctx->tx_flags;
+		else if (*flags & FI_RECV)
+			*flags = ctx->rx_flags;
+		else
+			return -FI_EINVAL;
+		return 0;
+	case FI_SETOPSFLAG:
+		if (!flags)
+			return -FI_EINVAL;
+		if ((*flags & FI_TRANSMIT) && (*flags & FI_RECV))
+			return -FI_EINVAL;
+		if (*flags & FI_TRANSMIT)
+			ctx->tx_flags = *flags & ~FI_TRANSMIT;
+		else if (*flags & FI_RECV)
+			ctx->rx_flags = *flags & ~FI_RECV;
+		else
+			return -FI_EINVAL;
+		return 0;
+	case FI_ALIAS:
+		return ep_alias(ctx, arg);
+	default:
+		return -FI_ENOSYS;
+	}
+}
+
+static const struct fi_ops ep_fid_ops = {
+    .size = sizeof(struct fi_ops),
+    .close = ep_close,
+    .bind = ep_bind,
+    .control = ep_control,
+    .ops_open = lm_fid_no_ops_open,
+};
+
+/* ---- fi_ops_ep ------------------------------------------------------------ */
+
+static ssize_t ep_cancel(fid_t fid, void *context)
+{
+	struct lm_rdm_ctx *ctx = lm_container_of(fid, struct lm_rdm_ctx, ep_fid.fid);
+	ssize_t ret;
+
+	if (fid->fclass != FI_CLASS_EP)
+		return -FI_EINVAL;
+	lm_lock_acquire(&ctx->ep->lock);
+	ret = lm_rdm_cancel(ctx->ep, context);
+	lm_lock_release(&ctx->ep->lock);
+	return ret;
+}
+
+static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
+{
+	struct lm_rdm_ep *ep = lm_container_of(fid, struct lm_rdm_ctx, ep_fid.fid)->ep;
+
+	if (level != FI_OPT_ENDPOINT)
+		return -FI_ENOPROTOOPT;
+	switch (optname) {
+	case FI_OPT_MIN_MULTI_RECV:
+		if (!optval || !optlen || *optlen < sizeof(size_t))
+			return -FI_EINVAL;
+		*(size_t *)optval = ep->min_multi_recv;
+		*optlen = sizeof(size_t);
+		return 0;
+	default:
+		return -FI_ENOPROTOOPT;
+	}
+}
+
+static int ep_setopt(fid_t fid, int level, int optname, const void *optval, size_t optlen)
+{
+	struct lm_rdm_ep *ep = lm_container_of(fid, struct lm_rdm_ctx, ep_fid.fid)->ep;
+
+	if (level != FI_OPT_ENDPOINT)
+		return -FI_ENOPROTOOPT;
+	switch (optname) {
+	case FI_OPT_MIN_MULTI_RECV:
+		if (!optval || optlen != sizeof(size_t))
+			return -FI_EINVAL;
+		ep->min_multi_recv = *(const size_t *)optval;
+		return 0;
+	default:
+		return -FI_ENOPROTOOPT;
+	}
+}
+
+static int no_ctx(struct fid_ep *sep, int index, void *attr, struct fid_ep **out, void *c)
+{
+	(void)sep, (void)index, (void)attr, (void)out, (void)c;
+	return -FI_ENOSYS;
+}
+
+static int no_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr,
+                     struct fid_ep **tx_ep, void *context)
+{
+	return no_ctx(sep, index, attr, tx_ep, context);
+}
+
+static int no_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr,
+                     struct fid_ep **rx_ep, void *context)
+{
+	return no_ctx(sep, index, attr, rx_ep, context);
+}
+
+static ssize_t ep_rx_size_left(struct fid_ep *fid)
+{
+	struct lm_rdm_ep *ep = lm_rdm_ep_of(fid);
+	ssize_t n;
+
+	if (!ep->enabled)
+		return -FI_EOPBADSTATE;
+	lm_lock_acquire(&ep->lock);
+	n = (ssize_t)(ep->rx_limit - ep->rx_count);
+	lm_lock_release(&ep->lock);
+	return n;
+}
+
+static ssize_t ep_tx_size_left(struct fid_ep *fid)
+{
+	struct lm_rdm_ep *ep = lm_rdm_ep_of(fid);
+	ssize_t n;
+
+	if (!ep->enabled)
+		return -FI_EOPBADSTATE;
+	lm_lock_acquire(&ep->lock);
+	n = (ssize_t)ep->tx_nfree;
+	lm_lock_release(&ep->lock);
+	return n;
+}
+
+static const struct fi_ops_ep ep_ops = {
+    .size = sizeof(struct fi_ops_ep),
+    .cancel = ep_cancel,
+    .getopt = ep_getopt,
+    .setopt = ep_setopt,
+    .tx_ctx = no_tx_ctx,
+    .rx_ctx = no_rx_ctx,
+    .rx_size_left = ep_rx_size_left,
+    .tx_size_left = ep_tx_size_left,
+};
+
+/* ---- fi_ops_cm: names ----------------------------------------------------- */
+
+static int link_open(struct lm_rdm_ep *ep, const void *name)
+{
+	struct lm_link_attr attr = {
+	    .hdr_size = sizeof(struct lm_rdm_hdr),
+	    .recv = lm_rdm_recv_pkt,
+	    .arg = ep,
+	    .tx_size = ep->tx_count,
+	    .rx_size = ep->rx_limit,
+	    .no_bulk = ep->dom->no_bulk,
+	};
+	struct lm_link *link;
+	int ret = ep->dom->link_ops->open(ep->dom->link_ctx, &attr, name, &link);
+
+	if (ret)
+		return ret;
+	ep->link = link;
+	ep->eager_max = ep->dom->eager_max ? LM_MIN(ep->dom->eager_max, link->max_payload)
+	                                   : link->max_payload;
+	ep->bulk = !ep->dom->no_bulk && (link->caps & LM_LINK_BULK_READ);
+	return 0;
+}
+
+static int ep_setname(fid_t fid, void *addr, size_t addrlen)
+{
+	struct lm_rdm_ep *ep = lm_container_of(fid, struct lm_rdm_ctx, ep_fid.fid)->ep;
+	const struct lm_link_ops *ops = ep->dom->link_ops;
+	unsigned char *bin;
+	struct lm_link *old = ep->link;
+	int ret;
+
+	if (!addr || !addrlen)
+		return -FI_EINVAL;
+	if (ep->enabled)
+		return -FI_EOPBADSTATE;
+	bin = calloc(1, ops->addrlen + 1);
+	if (!bin)
+		return -FI_ENOMEM;
+	if (ep->dom->util.info->addr_format == FI_ADDR_STR) {
+		char *s = strndup(addr, addrlen);
+
+		ret = s ? ops->addr_from_str(s, NULL, bin) : -FI_ENOMEM;
+		free(s);
+	} else if (addrlen != ops->addrlen) {
+		ret = -FI_EINVAL;
+	} else {
+		memcpy(bin, addr, addrlen);
+		ret = 0;
+	}
+	if (ret)
+		goto out;
+	lm_lock_acquire(&ep->lock);
+	peers_free(ep);
+	lm_hmap_init(&ep->peers, 64);
+	ep->last_src = NULL;
+	ep->link = NULL;
+	old->ops->close(old);
+	ret = link_open(ep, bin);
+	if (ret) /* keep the endpoint usable under a fresh name */
+		link_open(ep, NULL);
+	lm_lock_release(&ep->lock);
+out:
+	free(bin);
+	return ret;
+}
+
+static int ep_getname(fid_t fid, void *addr, size_t *addrlen)
+{
+	struct lm_rdm_ep *ep = lm_container_of(fid, struct lm_rdm_ctx, ep_fid.fid)->ep;
+	const struct lm_link_ops *ops = ep->dom->link_ops;
+
+	if (!addrlen)
+		return -FI_EINVAL;
+	if (!ep->link)
+		return -FI_EOPBADSTATE;
+	if (ep->dom->util.info->addr_format == FI_ADDR_STR) {
+		char buf[256];
+		size_t need = sizeof(buf);
+		int ret = ops->addr_to_str(ep->link->addr, buf, &need);
+
+		if (ret)
+			return ret;
+		if (!addr || *addrlen < need) {
+			*addrlen = need;
+			return -FI_ETOOSMALL;
+		}
+		memcpy(addr, buf, need);
+		*addrlen = need;
+		return 0;
+	}
+	if (!addr || *addrlen < ops->addrlen) {
+		*addrlen = ops->addrlen;
+		return -FI_ETOOSMALL;
+	}
+	memcpy(addr, ep->link->addr, ops->addrlen);
+	*addrlen = ops->addrlen;
+	return 0;
+}
+
+static int no_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen)
+{
+	(void)ep, (void)addr, (void)addrlen;
+	return -FI_ENOSYS;
+}
+
+static const struct fi_ops_cm ep_cm_ops = {
+    .size = sizeof(struct fi_ops_cm),
+    .setname = ep_setname,
+    .getname = ep_getname,
+    .getpeer = no_getpeer,
+};
+
+/* ---- fi_endpoint ------------------------------------------------------------ */
+
+static int tables_init(struct lm_rdm_ep *ep)
+{
+	size_t tx_bytes = sizeof(struct lm_rdm_tx) + ep->inject_size;
+
+	ep->tx = calloc(ep->tx_count, sizeof(*ep->tx));
+	ep->tx_free = calloc(ep->tx_count, sizeof(*ep->tx_free));
+	ep->rndv = calloc(ep->rndv_count, sizeof(*ep->rndv));
+	if (!ep->tx || !ep->tx_free || !ep->rndv)
+		return -FI_ENOMEM;
+	/* Requests are allocated up front: the data path never mallocs. */
+	for (size_t i = 0; i < ep->tx_count; i++) {
+		ep->tx[i] = calloc(1, tx_bytes);
+		if (!ep->tx[i])
+			return -FI_ENOMEM;
+		ep->tx[i]->slot = (uint32_t)i;
+		ep->tx[i]->gen = 1;
+		ep->tx_free[i] = (uint32_t)(ep->tx_count - 1 - i);
+	}
+	ep->tx_nfree = ep->tx_count;
+	for (size_t i = 0; i < ep->rndv_count; i++)
+		ep->rndv[i].gen = 1;
+	if (lm_bufpool_init(&ep->rx_pool, sizeof(struct lm_rdm_rx), 0, 64, 0) ||
+	    lm_bufpool_init(&ep->unexp_pool, sizeof(struct lm_rdm_unexp), 0, 64, 0) ||
+	    lm_bufpool_init(&ep->small_pool, 256, 64, 64, 0) ||
+	    lm_bufpool_init(&ep->ctl_pool, sizeof(struct lm_rdm_ctl), 0, 32, 0))
+		return -FI_ENOMEM;
+	if (lm_match_init(&ep->msg, false, ep->caps & FI_DIRECTED_RECV) ||
+	    lm_match_init(&ep->tagged, true, ep->caps & FI_DIRECTED_RECV))
+		return -FI_ENOMEM;
+	if (lm_hmap_init(&ep->peers, 64))
+		return -FI_ENOMEM;
+	return 0;
+}
+
+int lm_rdm_endpoint(struct fid_domain *domain, struct fi_info *info,
+                    struct fid_ep **ep_fid, void *context)
+{
+	struct lm_rdm_domain *dom =
+	    lm_container_of(domain, struct lm_rdm_domain, util.domain_fid);
+	struct lm_rdm_ep *ep;
+	const void *name = NULL;
+	unsigned char *bin = NULL;
+	int ret;
+
+	if (!info || !ep_fid || !info->ep_attr || info->ep_attr->type != FI_EP_RDM)
+		return -FI_EINVAL;
+	ep = calloc(1, sizeof(*ep));
+	if (!ep)
+		return -FI_ENOMEM;
+	ep->info = lm_info_dup(info);
+	if (!ep->info) {
+		free(ep);
+		return -FI_ENOMEM;
+	}
+	lm_lock_init(&ep->lock, dom->util.shared);
+	ep->dom = dom;
+	ep->caps = info->caps ? info->caps : dom->util.caps;
+	ep->ctx.ep = ep;
+	ep->ctx.ep_fid.fid.fclass = FI_CLASS_EP;
+	ep->ctx.ep_fid.fid.context = context;
+	ep->ctx.ep_fid.fid.ops = (struct fi_ops *)&ep_fid_ops;
+	ep->ctx.ep_fid.ops = (struct fi_ops_ep *)&ep_ops;
+	ep->ctx.ep_fid.cm = (struct fi_ops_cm *)&ep_cm_ops;
+	ep->ctx.ep_fid.msg = (struct fi_ops_msg *)&lm_rdm_msg_ops;
+	ep->ctx.ep_fid.tagged = (struct fi_ops_tagged *)&lm_rdm_tagged_ops;
+	ep->ctx.ep_fid.rma = (struct fi_ops_rma *)&lm_rdm_rma_ops;
+	ep->ctx.ep_fid.atomic = (struct fi_ops_atomic *)&lm_rdm_atomic_ops;
+	if (info->tx_attr)
+		ep->ctx.tx_flags = info->tx_attr->op_flags;
+	if (info->rx_attr)
+		ep->ctx.rx_flags = info->rx_attr->op_flags;
+	ep->tx_count =
+	    info->tx_attr && info->tx_attr->size ? info->tx_attr->size : DEFAULT_TX_SIZE;
+	ep->rx_limit =
+	    info->rx_attr && info->rx_attr->size ? info->rx_attr->size : DEFAULT_RX_SIZE;
+	ep->rndv_count = ep->rx_limit;
+	ep->inject_size = info->tx_attr && info->tx_attr->inject_size
+	                      ? info->tx_attr->inject_size
+	                      : DEFAULT_INJECT_SIZE;
+	ep->min_multi_recv = DEFAULT_MIN_MULTI;
+	lm_list_init(&ep->tx_queue);
+	lm_list_init(&ep->tx_wait);
+	lm_list_init(&ep->rndv_active);
+	lm_list_init(&ep->ctl_queue);
+	ep->peer_gen = atomic_load(&dom->av_gen);
+	ret = tables_init(ep);
+	if (ret)
+		goto err;
+	if (info->src_addr && info->src_addrlen) {
+		if (info->addr_format == FI_ADDR_STR) {
+			bin = calloc(1, dom->link_ops->addrlen);
+			ret =
+			    bin ? dom->link_ops->addr_from_str(info->src_addr, NULL, bin)
+			        : -FI_ENOMEM;
+			if (ret)
+				goto err;
+			name = bin;
+		} else if (info->src_addrlen == dom->link_ops->addrlen) {
+			name = info->src_addr;
+		}
+	}
+	ret = link_open(ep, name);
+	free(bin);
+	bin = NULL;
+	if (ret)
+		goto err;
+	atomic_fetch_add(&dom->util.ref, 1);
+	*ep_fid = &ep->ctx.ep_fid;
+	return 0;
+err:
+	free(bin);
+	ep_free(ep);
+	return ret;
+}

@@ -1,0 +1,94 @@
+/* link.h - what the RDM engine needs from a transport ("link"): move one
+ * packet (engine header + payload) to a peer, hand incoming packets to the
+ * engine, a pollable doorbell for sleeping, and optionally copy straight
+ * from a peer's memory.  shm, tcp and udp each supply one ops table. */
+#ifndef LOOM_RDM_LINK_H
+#define LOOM_RDM_LINK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+struct lm_link;
+struct lm_link_peer; /* the link's handle on one remote endpoint */
+
+/* Called by poll() for every packet, in arrival order per sender.
+ * src_addr is the sender's endpoint address (addrlen bytes, what its
+ * getname reports), hdr the fixed-size engine header (hdr_size bytes),
+ * payload its payload.  All three are valid only during the call. */
+typedef void (*lm_link_recv_fn)(void *arg, const void *src_addr, const void *hdr,
+                                const void *payload, size_t payload_len);
+
+/* What the engine tells a link when opening it. */
+struct lm_link_attr {
+	size_t hdr_size; /* every packet starts with this many header bytes */
+	lm_link_recv_fn recv;
+	void *arg;
+	/* Queue depths the application asked for (tx_attr/rx_attr size). */
+	size_t tx_size, rx_size;
+	bool no_bulk; /* never offer bulk (CMA) transfers */
+};
+
+/* Capabilities a link reports after open. */
+#define LM_LINK_BULK_READ (1u << 0) /* bulk_read copies from peer memory */
+
+/* The common head of every link instance (one per endpoint); the link's
+ * own state follows it. */
+struct lm_link {
+	const struct lm_link_ops *ops;
+	int fd;             /* readable when armed and a packet waits; -1: none */
+	size_t max_payload; /* most payload bytes one packet carries */
+	size_t inline_max;  /* payloads up to this go in the cheapest form */
+	unsigned caps;      /* LM_LINK_* */
+	const void *addr;   /* own address, addrlen bytes */
+};
+
+struct lm_link_ops {
+	const char *name;
+	size_t addrlen; /* binary address size */
+	/* FI_ADDR_STR text (or node + service) <-> binary address. */
+	int (*addr_from_str)(const char *node, const char *service, void *addr);
+	int (*addr_to_str)(const void *addr, char *buf, size_t *len);
+
+	/* name: the address to take (fi_setname, info->src_addr) or NULL for
+	 * a fresh one.  ctx: the provider's per-domain link state. */
+	int (*open)(void *ctx, const struct lm_link_attr *attr, const void *name,
+	            struct lm_link **link);
+	void (*close)(struct lm_link *link);
+
+	/* Peers are resolved once (on first use of an AV entry, or when a
+	 * packet arrives from an unknown sender) and kept by the engine. */
+	int (*peer_open)(struct lm_link *link, const void *addr,
+	                 struct lm_link_peer **peer);
+	void (*peer_close)(struct lm_link *link, struct lm_link_peer *peer);
+
+	/* Queue hdr (hdr_size bytes) and the gathered payload (at most
+	 * max_payload bytes) to peer.  0 once the packet is in the peer's
+	 * hands (the buffers may be reused); -FI_EAGAIN when the peer's queue
+	 * is full; -FI_EIO (or another error) when the peer is gone. */
+	ssize_t (*send)(struct lm_link *link, struct lm_link_peer *peer, const void *hdr,
+	                const struct iovec *iov, size_t iov_count);
+
+	/* Deliver up to budget packets through attr->recv; returns how many. */
+	int (*poll)(struct lm_link *link, int budget);
+
+	/* Sleeping: after arm(), a packet arriving makes link->fd readable
+	 * (senders kick only armed receivers, so the fast path stays free of
+	 * syscalls); disarm() stops that and drains the fd. */
+	void (*arm)(struct lm_link *link);
+	void (*disarm)(struct lm_link *link);
+
+	/* Optional (NULL or -FI_ENOSYS): copy remote[] of the peer's memory
+	 * into local[].  Returns bytes copied or a negative error; an error
+	 * other than -FI_EIO means "use packets instead". */
+	ssize_t (*bulk_read)(struct lm_link *link, struct lm_link_peer *peer,
+	                     const struct iovec *local, size_t local_count,
+	                     const struct iovec *remote, size_t remote_count);
+
+	/* false once the peer is known to be gone for good. */
+	bool (*peer_alive)(struct lm_link *link, struct lm_link_peer *peer);
+};
+
+#endif

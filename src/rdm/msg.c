@@ -1,0 +1,851 @@
+/* msg.c - FI_MSG and FI_TAGGED over the engine: posting receives and
+ * matching them (util's tagmatch), eager delivery, rendezvous by bulk read
+ * or CTS/DATA, unexpected messages, peek/claim/discard, multi-receive
+ * buffers, and the send calls. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rdm.h"
+
+/* ---- receive-side completions -------------------------------------------- */
+
+static void rx_report(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx, size_t msg_len,
+                      uint64_t data, uint64_t tag, fi_addr_t src, uint64_t extra)
+{
+	struct lm_rx_entry *e = &rx->e;
+	bool multi = e->flags & FI_MULTI_RECV;
+	size_t cap = multi ? e->last_len : e->total_len;
+	bool trunc = msg_len > cap;
+	struct lm_cntr *c = ep->cntr[LM_CNTR_RECV];
+
+	if (c) {
+		if (trunc)
+			lm_cntr_inc_err(c);
+		else
+			lm_cntr_inc(c);
+	}
+	if (!ep->rx_cq)
+		return;
+	if (ep->rx_selective && !(e->flags & FI_COMPLETION) && !trunc &&
+	    !(extra & FI_MULTI_RECV))
+		return;
+	lm_rx_complete(ep->rx_cq, e, msg_len, data, tag, src, extra);
+}
+
+void lm_rdm_rx_free(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx)
+{
+	ep->rx_count--;
+	lm_bufpool_free(&ep->rx_pool, rx);
+}
+
+void lm_rdm_unexp_free(struct lm_rdm_ep *ep, struct lm_rdm_unexp *x)
+{
+	if (x->buf) {
+		if (x->small)
+			lm_bufpool_free(&ep->small_pool, x->buf);
+		else
+			free(x->buf);
+	}
+	lm_bufpool_free(&ep->unexp_pool, x);
+}
+
+static void send_answer(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer, uint8_t op,
+                        uint64_t sreq, uint64_t rreq)
+{
+	struct lm_rdm_hdr h = {
+	    .version = LM_RDM_WIRE_VERSION, .op = op, .sreq = sreq, .rreq = rreq};
+
+	lm_rdm_ctl_send(ep, peer, &h, NULL, 0);
+}
+
+/* Where a message of len bytes lands in rx: its iov, or for a multi-receive
+ * buffer the next free piece.  Returns the iov count; *released says the
+ * buffer is used up. */
+static size_t rx_place(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx, size_t len,
+                       struct iovec *iov, bool *released)
+{
+	struct lm_rx_entry *e = &rx->e;
+
+	*released = false;
+	if (!(e->flags & FI_MULTI_RECV)) {
+		memcpy(iov, e->iov, e->iov_count * sizeof(*iov));
+		return e->iov_count;
+	}
+	iov[0].iov_base = lm_rx_consume(e, len, ep->min_multi_recv, released);
+	iov[0].iov_len = e->last_len;
+	return 1;
+}
+
+/* A multi-receive buffer that has room goes on taking messages; one that
+ * is used up leaves the queue and is freed when nothing lands in it any
+ * more. */
+static void multi_after(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx, bool released,
+                        bool queued)
+{
+	if (!released)
+		return;
+	rx->released = true;
+	if (queued)
+		lm_match_remove_rx(rx->e.flags & FI_TAGGED ? &ep->tagged : &ep->msg,
+		                   &rx->e);
+}
+
+static void deliver_eager(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx, fi_addr_t src,
+                          size_t len, uint64_t tag, uint64_t data, uint16_t hflags,
+                          const void *payload, bool queued)
+{
+	struct iovec iov[LM_IOV_LIMIT];
+	bool released;
+	size_t n = rx_place(ep, rx, len, iov, &released);
+	uint64_t extra = hflags & LM_HF_CQ_DATA ? FI_REMOTE_CQ_DATA : 0;
+
+	lm_copy_to_iov(iov, n, 0, payload, len);
+	if (rx->e.flags & FI_MULTI_RECV) {
+		if (released)
+			extra |= FI_MULTI_RECV;
+		rx_report(ep, rx, len, data, tag, src, extra);
+		multi_after(ep, rx, released, queued);
+		if (rx->released && !rx->busy)
+			lm_rdm_rx_free(ep, rx);
+		return;
+	}
+	rx_report(ep, rx, len, data, tag, src, extra);
+	lm_rdm_rx_free(ep, rx);
+}
+
+/* ---- rendezvous --------------------------------------------------------- */
+
+static struct lm_rdm_rndv *rndv_alloc(struct lm_rdm_ep *ep)
+{
+	for (size_t i = 0; i < ep->rndv_count; i++) {
+		struct lm_rdm_rndv *r = &ep->rndv[i];
+
+		if (!r->used) {
+			r->used = true;
+			lm_list_init(&r->node);
+			return r;
+		}
+	}
+	return NULL;
+}
+
+static uint64_t rndv_handle(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r)
+{
+	return (uint64_t)r->gen << 32 | (uint64_t)(r - ep->rndv);
+}
+
+static void rndv_free(struct lm_rdm_rndv *r)
+{
+	lm_list_remove(&r->node);
+	r->used = false;
+	r->gen++;
+	if (!r->gen)
+		r->gen = 1;
+}
+
+static void rndv_finish(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r, int err)
+{
+	struct lm_rdm_rx *rx = r->rx;
+
+	if (rx) {
+		if (rx->e.flags & FI_MULTI_RECV) {
+			rx->e.last_off = r->off;
+			rx->e.last_len = r->place_len;
+		}
+		if (err) {
+			char name[256];
+			size_t nlen = sizeof(name);
+			struct fi_cq_err_entry e = {
+			    .op_context = rx->e.context,
+			    .flags =
+			        FI_RECV | (rx->e.flags & FI_TAGGED ? FI_TAGGED : FI_MSG),
+			    .tag = r->tag,
+			    .err = err,
+			    .prov_errno = err,
+			};
+
+			if (ep->cntr[LM_CNTR_RECV])
+				lm_cntr_inc_err(ep->cntr[LM_CNTR_RECV]);
+			if (ep->rx_cq) {
+				if (ep->dom->link_ops->addr_to_str(r->peer->addr, name,
+				                                   &nlen) == 0) {
+					name[sizeof(name) - 1] = 0;
+					e.prov_errno = 0x10001;
+					e.err_data = name;
+					e.err_data_size = strlen(name) + 1;
+				}
+				lm_cq_write_err(ep->rx_cq, &e, r->src);
+			}
+		} else {
+			rx_report(ep, rx, r->size, r->data, r->tag, r->src,
+			          r->extra_flags);
+		}
+		rx->busy--;
+		if (!(rx->e.flags & FI_MULTI_RECV) || (rx->released && !rx->busy))
+			lm_rdm_rx_free(ep, rx);
+	}
+	rndv_free(r);
+}
+
+void lm_rdm_rndv_fail(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r, int err)
+{
+	rndv_finish(ep, r, err);
+}
+
+/* A matched RTS: read the sender's buffer in one copy when the link can,
+ * else ask for the data with CTS. */
+static void rndv_start(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx,
+                       struct lm_rdm_peer *peer, fi_addr_t src,
+                       const struct lm_rdm_rts *rts, uint64_t size, uint64_t tag,
+                       uint64_t data, uint16_t hflags, uint64_t sreq, bool queued)
+{
+	struct lm_rdm_rndv *r;
+	bool released = false;
+
+	if (!rx) { /* discarded: let the sender go */
+		send_answer(ep, peer, LM_OP_FIN, sreq, 0);
+		return;
+	}
+	r = rndv_alloc(ep);
+	if (!r) {
+		/* Out of rendezvous slots (more than rx_attr size in flight):
+		 * fail this receive rather than stall the sender forever. */
+		struct fi_cq_err_entry e = {.op_context = rx->e.context,
+		                            .flags = FI_RECV,
+		                            .err = FI_ENOMEM,
+		                            .prov_errno = FI_ENOMEM};
+
+		if (ep->rx_cq)
+			lm_cq_write_err(ep->rx_cq, &e, src);
+		send_answer(ep, peer, LM_OP_FIN, sreq, FI_ECANCELED);
+		if (!(rx->e.flags & FI_MULTI_RECV))
+			lm_rdm_rx_free(ep, rx);
+		return;
+	}
+	r->rx = rx;
+	r->peer = peer;
+	r->src = src;
+	r->sreq = sreq;
+	r->size = size;
+	r->tag = tag;
+	r->data = data;
+	r->hflags = hflags;
+	r->got = 0;
+	r->start_ms = lm_now_ms();
+	r->iov_count = rx_place(ep, rx, size, r->iov, &released);
+	r->cap = LM_MIN(size, lm_iov_len(r->iov, r->iov_count));
+	r->off = rx->e.last_off;
+	r->place_len = rx->e.last_len;
+	r->extra_flags = hflags & LM_HF_CQ_DATA ? FI_REMOTE_CQ_DATA : 0;
+	rx->busy++;
+	if (rx->e.flags & FI_MULTI_RECV) {
+		if (released)
+			r->extra_flags |= FI_MULTI_RECV;
+		multi_after(ep, rx, released, queued);
+	}
+
+	if ((hflags & LM_HF_BULK) && ep->bulk && !peer->bulk_broken &&
+	    ep->link->ops->bulk_read && rts->iov_count <= LM_IOV_LIMIT) {
+		struct iovec remote[LM_IOV_LIMIT], local[LM_IOV_LIMIT];
+		size_t rn = 0, ln = 0, left = r->cap;
+		ssize_t got;
+
+		for (size_t i = 0; i < rts->iov_count && left; i++) {
+			size_t n = LM_MIN(left, rts->iov[i].len);
+
+			remote[rn].iov_base = (void *)(uintptr_t)rts->iov[i].base;
+			remote[rn++].iov_len = n;
+			left -= n;
+		}
+		left = r->cap;
+		for (size_t i = 0; i < r->iov_count && left; i++) {
+			size_t n = LM_MIN(left, r->iov[i].iov_len);
+
+			local[ln].iov_base = r->iov[i].iov_base;
+			local[ln++].iov_len = n;
+			left -= n;
+		}
+		got = r->cap ? ep->link->ops->bulk_read(ep->link, peer->lp, local, ln,
+		                                        remote, rn)
+		             : 0;
+		if (got == (ssize_t)r->cap) {
+			send_answer(ep, peer, LM_OP_FIN, sreq, 0);
+			rndv_finish(ep, r, 0);
+			return;
+		}
+		if (got == -FI_EIO) {
+			rndv_finish(ep, r, FI_EIO);
+			return;
+		}
+		/* Refused (ptrace policy, containers) or short: packets from
+		 * now on for this peer. */
+		LM_INFO(ep->dom->util.fabric->prov, FI_LOG_EP_DATA,
+		        "bulk read failed (%zd); falling back to copies\n", got);
+		peer->bulk_broken = true;
+	}
+	lm_list_push_back(&ep->rndv_active, &r->node);
+	send_answer(ep, peer, LM_OP_CTS, sreq, rndv_handle(ep, r));
+}
+
+void lm_rdm_rndv_data(struct lm_rdm_ep *ep, const struct lm_rdm_hdr *h,
+                      const void *payload, size_t plen)
+{
+	uint32_t slot = (uint32_t)h->rreq;
+	struct lm_rdm_rndv *r;
+
+	if (slot >= ep->rndv_count)
+		return;
+	r = &ep->rndv[slot];
+	if (!r->used || r->gen != (uint32_t)(h->rreq >> 32) || h->addr > r->size ||
+	    plen > r->size - h->addr)
+		return; /* stale or forged: nothing of ours is touched */
+	if (h->addr < r->cap)
+		lm_copy_to_iov(r->iov, r->iov_count, h->addr, payload,
+		               LM_MIN(plen, r->cap - h->addr));
+	r->got += plen;
+	if (r->got >= r->size) {
+		send_answer(ep, r->peer, LM_OP_FIN, r->sreq, 0);
+		rndv_finish(ep, r, 0);
+	}
+}
+
+/* ---- arrivals ------------------------------------------------------------- */
+
+void lm_rdm_msg_recv(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
+                     const struct lm_rdm_hdr *h, const void *payload, size_t plen)
+{
+	bool tagged = h->flags & LM_HF_TAGGED;
+	struct lm_match *m = tagged ? &ep->tagged : &ep->msg;
+	fi_addr_t src = lm_rdm_peer_fiaddr(ep, peer);
+	struct lm_rx_entry *e;
+	struct lm_rdm_unexp *x;
+	struct lm_rdm_rts rts;
+
+	if (h->op == LM_OP_RTS) {
+		if (plen != sizeof(rts))
+			return;
+		memcpy(&rts, payload, sizeof(rts));
+		if (rts.iov_count > LM_IOV_LIMIT)
+			return;
+	} else if (plen != h->size) {
+		return;
+	}
+	e = lm_match_arrival(m, src, h->tag);
+	if (e) {
+		struct lm_rdm_rx *rx = lm_container_of(e, struct lm_rdm_rx, e);
+		bool queued = e->flags & FI_MULTI_RECV;
+
+		if (h->op == LM_OP_RTS) {
+			rndv_start(ep, rx, peer, src, &rts, h->size, h->tag, h->data,
+			           h->flags, h->sreq, queued);
+			return;
+		}
+		deliver_eager(ep, rx, src, plen, h->tag, h->data, h->flags, payload,
+		              queued);
+		if (h->flags & LM_HF_ACK)
+			send_answer(ep, peer, LM_OP_ACK, h->sreq, 0);
+		return;
+	}
+	x = lm_bufpool_alloc(&ep->unexp_pool);
+	if (!x)
+		return; /* a lost message beats a crash; the pool only fails without
+		           memory */
+	memset(x, 0, sizeof(*x));
+	x->peer = peer;
+	x->hflags = h->flags;
+	x->sreq = h->sreq;
+	x->u.src = src;
+	x->u.tag = h->tag;
+	x->u.data = h->data;
+	x->u.len = h->size;
+	x->u.flags = (tagged ? FI_TAGGED : FI_MSG) |
+	             (h->flags & LM_HF_CQ_DATA ? FI_REMOTE_CQ_DATA : 0);
+	x->u.payload = x;
+	if (h->op == LM_OP_RTS) {
+		x->rndv = true;
+		x->rts = rts;
+	} else if (plen) {
+		if (plen <= ep->small_pool.elem_size)
+			x->buf = lm_bufpool_alloc(&ep->small_pool);
+		x->small = x->buf != NULL;
+		if (!x->buf)
+			x->buf = malloc(plen);
+		if (!x->buf) {
+			lm_bufpool_free(&ep->unexp_pool, x);
+			return;
+		}
+		memcpy(x->buf, payload, plen);
+	}
+	lm_match_add_unexp(m, &x->u);
+}
+
+/* A queued message taken by a receive (post or claim). */
+static void deliver_unexp(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx,
+                          struct lm_rdm_unexp *x, bool queued)
+{
+	if (x->rndv) {
+		rndv_start(ep, rx, x->peer, x->u.src, &x->rts, x->u.len, x->u.tag,
+		           x->u.data, x->hflags, x->sreq, queued);
+	} else if (rx) {
+		deliver_eager(ep, rx, x->u.src, x->u.len, x->u.tag, x->u.data, x->hflags,
+		              x->buf, queued);
+		if (x->hflags & LM_HF_ACK)
+			send_answer(ep, x->peer, LM_OP_ACK, x->sreq, 0);
+	} else if (x->hflags & LM_HF_ACK) {
+		send_answer(ep, x->peer, LM_OP_ACK, x->sreq, 0);
+	}
+	lm_rdm_unexp_free(ep, x);
+}
+
+/* ---- posting receives --------------------------------------------------- */
+
+static ssize_t peek(struct lm_rdm_ep *ep, struct lm_match *m,
+                    const struct fi_msg_tagged *msg, uint64_t flags)
+{
+	struct lm_unexp_entry *u;
+	struct lm_rdm_unexp *x;
+	uint64_t cflags;
+
+	lm_rdm_progress_locked(ep);
+	u = lm_match_peek(m, msg->addr, msg->tag, msg->ignore);
+	if (!u) {
+		struct fi_cq_err_entry e = {.op_context = msg->context,
+		                            .flags = FI_RECV | FI_TAGGED,
+		                            .tag = msg->tag,
+		                            .err = FI_ENOMSG,
+		                            .prov_errno = FI_ENOMSG};
+
+		if (ep->rx_cq)
+			lm_cq_write_err(ep->rx_cq, &e, FI_ADDR_NOTAVAIL);
+		return 0;
+	}
+	x = u->payload;
+	cflags = FI_RECV | FI_TAGGED | (u->flags & FI_REMOTE_CQ_DATA);
+	if (ep->rx_cq)
+		lm_cq_write(ep->rx_cq, msg->context, cflags, u->len, NULL, u->data,
+		            u->tag, u->src);
+	if (flags & FI_DISCARD) {
+		lm_match_remove_unexp(m, u);
+		deliver_unexp(ep, NULL, x, false);
+	} else if (flags & FI_CLAIM) {
+		lm_match_claim(m, u, msg->context);
+	}
+	return 0;
+}
+
+static ssize_t post_recv(struct lm_rdm_ep *ep, const struct iovec *iov, void **desc,
+                         size_t count, fi_addr_t src, uint64_t tag, uint64_t ignore,
+                         uint64_t flags, void *context, bool tagged)
+{
+	struct lm_match *m = tagged ? &ep->tagged : &ep->msg;
+	struct lm_rdm_rx *rx;
+	struct lm_unexp_entry *u;
+	ssize_t ret = 0;
+
+	if (count > LM_IOV_LIMIT || (count && !iov))
+		return -FI_EINVAL;
+	if ((flags & FI_MULTI_RECV) && count != 1)
+		return -FI_EINVAL;
+	lm_lock_acquire(&ep->lock);
+	if (!ep->enabled) {
+		ret = -FI_EOPBADSTATE;
+		goto out;
+	}
+	if (!(ep->caps & FI_DIRECTED_RECV))
+		src = FI_ADDR_UNSPEC;
+	if (tagged && (flags & FI_PEEK)) {
+		struct fi_msg_tagged msg = {
+		    .addr = src, .tag = tag, .ignore = ignore, .context = context};
+
+		ret = peek(ep, m, &msg, flags);
+		goto out;
+	}
+	if (tagged && (flags & FI_DISCARD) && !(flags & FI_CLAIM)) {
+		ret = -FI_EINVAL;
+		goto out;
+	}
+	if (ep->rx_count >= ep->rx_limit) {
+		ret = -FI_EAGAIN;
+		goto out;
+	}
+	rx = lm_bufpool_alloc(&ep->rx_pool);
+	if (!rx) {
+		ret = -FI_EAGAIN;
+		goto out;
+	}
+	memset(rx, 0, sizeof(*rx));
+	ep->rx_count++;
+	rx->e.src = src;
+	rx->e.tag = tag;
+	rx->e.ignore = ignore;
+	rx->e.flags = flags | (tagged ? FI_TAGGED : FI_MSG);
+	rx->e.context = context;
+	for (size_t i = 0; i < count; i++) {
+		rx->e.iov[i] = iov[i];
+		rx->e.desc[i] = desc ? desc[i] : NULL;
+	}
+	rx->e.iov_count = count;
+	rx->e.total_len = lm_iov_len(iov, count);
+
+	if (tagged && (flags & FI_CLAIM)) {
+		struct lm_rdm_unexp *x;
+
+		u = lm_match_take_claimed(m, context);
+		if (!u) {
+			lm_rdm_rx_free(ep, rx);
+			ret = -FI_EINVAL;
+			goto out;
+		}
+		x = u->payload;
+		if (flags & FI_DISCARD) {
+			struct lm_cq *cq = ep->rx_cq;
+
+			if (cq)
+				lm_cq_write(cq, context, FI_RECV | FI_TAGGED, 0, NULL, 0,
+				            u->tag, u->src);
+			lm_rdm_rx_free(ep, rx);
+			deliver_unexp(ep, NULL, x, false);
+		} else {
+			rx->e.flags &= ~FI_MULTI_RECV;
+			deliver_unexp(ep, rx, x, false);
+		}
+		goto out;
+	}
+	if (!(flags & FI_MULTI_RECV)) {
+		u = lm_match_post(m, &rx->e);
+		if (u)
+			deliver_unexp(ep, rx, u->payload, false);
+		goto out;
+	}
+	/* A multi-receive buffer takes queued messages while it has room;
+	 * busy keeps it alive across the deliveries. */
+	rx->busy++;
+	while (!rx->released && (u = lm_match_post(m, &rx->e)))
+		deliver_unexp(ep, rx, u->payload, false);
+	if (!--rx->busy && rx->released)
+		lm_rdm_rx_free(ep, rx);
+out:
+	lm_lock_release(&ep->lock);
+	return ret;
+}
+
+static ssize_t rdm_recv(struct fid_ep *fid, void *buf, size_t len, void *desc,
+                        fi_addr_t src_addr, void *context)
+{
+	struct lm_rdm_ctx *ctx = lm_container_of(fid, struct lm_rdm_ctx, ep_fid);
+	struct iovec iov = {buf, len};
+
+	return post_recv(ctx->ep, &iov, &desc, 1, src_addr, 0, 0, ctx->rx_flags, context,
+	                 false);
+}
+
+static ssize_t rdm_recvv(struct fid_ep *fid, const struct iovec *iov, void **desc,
+                         size_t count, fi_addr_t src_addr, void *context)
+{
+	struct lm_rdm_ctx *ctx = lm_container_of(fid, struct lm_rdm_ctx, ep_fid);
+
+	return post_recv(ctx->ep, iov, desc, count, src_addr, 0, 0, ctx->rx_flags,
+	                 context, false);
+}
+
+static ssize_t rdm_recvmsg(struct fid_ep *fid, const struct fi_msg *msg, uint64_t flags)
+{
+	struct lm_rdm_ctx *ctx = lm_container_of(fid, struct lm_rdm_ctx, ep_fid);
+
+	if (!msg)
+		return -FI_EINVAL;
+	return post_recv(ctx->ep, msg->msg_iov, msg->desc, msg->iov_count, msg->addr, 0,
+	                 0, flags, msg->context, false);
+}
+
+static ssize_t rdm_trecv(struct fid_ep *fid, void *buf, size_t len, void *desc,
+                         fi_addr_t src_addr, uint64_t tag, uint64_t ignore, void *context)
+{
+	struct lm_rdm_ctx *ctx = lm_container_of(fid, struct lm_rdm_ctx, ep_fid);
+	struct iovec iov = {buf, len};
+
+	return post_recv(ctx->ep, &iov, &desc, 1, src_addr, tag, ignore, ctx->rx_flags,
+	                 context, true);
+}
+
+static ssize_t rdm_trecvv(struct fid_ep *fid, const struct iovec *iov, void **desc,
+                          size_t count, fi_addr_t src_addr, uint64_t tag, uint64_t ignore,
+                          void *context)
+{
+	struct lm_rdm_ctx *ctx = lm_container_of(fid, struct lm_rdm_ctx, ep_fid);
+
+	return post_recv(ctx->ep, iov, desc, count, src_addr, tag, ignore, ctx->rx_flags,
+	                 context, true);
+}
+
+static ssize_t rdm_trecvmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg,
+                            uint64_t flags)
+{
+	struct lm_rdm_ctx *ctx = lm_container_of(fid, struct lm_rdm_ctx, ep_fid);
+
+	if (!msg)
+		return -FI_EINVAL;
+	return post_recv(ctx->ep, msg->msg_iov, msg->desc, msg->iov_count, msg->addr,
+	                 msg->tag, msg->ignore, flags, msg->context, true);
+}
+
+/* ---- cancel ------------------------------------------------------------------ */
+
+ssize_t lm_rdm_cancel(struct lm_rdm_ep *ep, void *context)
+{
+	struct lm_match *ms[2] = {&ep->msg, &ep->tagged};
+
+	for (int i = 0; i < 2; i++) {
+		struct lm_rx_entry *e = lm_match_cancel(ms[i], context);
+		struct lm_rdm_rx *rx;
+
+		if (!e)
+			continue;
+		rx = lm_container_of(e, struct lm_rdm_rx, e);
+		if (ep->rx_cq)
+			lm_rx_cancelled(ep->rx_cq, e);
+		if (ep->cntr[LM_CNTR_RECV])
+			lm_cntr_inc_err(ep->cntr[LM_CNTR_RECV]);
+		/* A multi-receive buffer still being filled by a rendezvous
+		 * is freed when that finishes. */
+		rx->released = true;
+		if (!rx->busy)
+			lm_rdm_rx_free(ep, rx);
+		return 0;
+	}
+	return -FI_ENOENT;
+}
+
+/* ---- sending ------------------------------------------------------------------- */
+
+static ssize_t do_send(struct lm_rdm_ep *ep, const struct iovec *iov, size_t count,
+                       fi_addr_t dest, uint64_t tag, uint64_t data, uint64_t flags,
+                       void *context, bool tagged, bool inject_call)
+{
+	struct lm_rdm_peer *peer;
+	struct lm_rdm_tx *tx;
+	size_t len;
+	bool report;
+	ssize_t ret = 0;
+	struct lm_rdm_hdr h = {.version = LM_RDM_WIRE_VERSION, .op = LM_OP_EAGER};
+
+	if (count > LM_IOV_LIMIT || (count && !iov))
+		return -FI_EINVAL;
+	len = lm_iov_len(iov, count);
+	lm_lock_acquire(&ep->lock);
+	if (!ep->enabled) {
+		ret = -FI_EOPBADSTATE;
+		goto out;
+	}
+	if (len > ep->info->ep_attr->max_msg_size ||
+	    ((flags & FI_INJECT) && len > ep->inject_size)) {
+		ret = -FI_EMSGSIZE;
+		goto out;
+	}
+	peer = lm_rdm_peer_by_fiaddr(ep, dest);
+	if (!peer) {
+		ret = -FI_EINVAL;
+		goto out;
+	}
+	h.flags =
+	    (tagged ? LM_HF_TAGGED : 0) | (flags & FI_REMOTE_CQ_DATA ? LM_HF_CQ_DATA : 0);
+	h.size = len;
+	h.tag = tag;
+	h.data = data;
+	if (!lm_list_empty(&ep->tx_queue))
+		lm_rdm_tx_flush(ep);
+	report =
+	    ep->tx_cq && !inject_call && (!ep->tx_selective || (flags & FI_COMPLETION));
+
+	/* The fast path: a small message straight into the link, no request. */
+	if (len <= ep->eager_max && !(flags & FI_DELIVERY_COMPLETE) &&
+	    lm_list_empty(&ep->tx_queue) && !peer->dead) {
+		h.len = (uint32_t)len;
+		ret = ep->link->ops->send(ep->link, peer->lp, &h, iov, count);
+		if (!ret) {
+			if (ep->cntr[LM_CNTR_SEND])
+				lm_cntr_inc(ep->cntr[LM_CNTR_SEND]);
+			if (report)
+				lm_cq_write(ep->tx_cq, context,
+				            FI_SEND | (tagged ? FI_TAGGED : FI_MSG), 0,
+				            NULL, 0, 0, FI_ADDR_NOTAVAIL);
+			goto out;
+		}
+		ret = 0;
+	}
+	tx = lm_rdm_tx_alloc(ep);
+	if (!tx) {
+		ret = -FI_EAGAIN;
+		goto out;
+	}
+	tx->peer = peer;
+	tx->context = context;
+	tx->report = report;
+	tx->cntr = ep->cntr[LM_CNTR_SEND];
+	tx->cq_flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
+	tx->len = len;
+	if (len <= ep->eager_max) {
+		tx->op = LM_OP_EAGER;
+		if (flags & FI_DELIVERY_COMPLETE)
+			h.flags |= LM_HF_ACK;
+		if ((flags & FI_INJECT) || inject_call) {
+			lm_copy_from_iov(tx->inject, iov, count, 0, len);
+			tx->iov[0].iov_base = tx->inject;
+			tx->iov[0].iov_len = len;
+			tx->iov_count = 1;
+		} else {
+			memcpy(tx->iov, iov, count * sizeof(*iov));
+			tx->iov_count = count;
+		}
+		h.len = (uint32_t)len;
+	} else {
+		tx->op = LM_OP_RTS;
+		h.op = LM_OP_RTS;
+		if (ep->bulk)
+			h.flags |= LM_HF_BULK;
+		memcpy(tx->iov, iov, count * sizeof(*iov));
+		tx->iov_count = count;
+	}
+	h.sreq = lm_rdm_tx_handle(tx);
+	tx->hdr = h;
+	ret = lm_rdm_tx_start(ep, tx);
+out:
+	lm_lock_release(&ep->lock);
+	return ret;
+}
+
+#define CTX_EP(fid) (lm_container_of(fid, struct lm_rdm_ctx, ep_fid))
+
+static ssize_t rdm_send(struct fid_ep *fid, const void *buf, size_t len, void *desc,
+                        fi_addr_t dest, void *context)
+{
+	struct iovec iov = {(void *)buf, len};
+
+	(void)desc;
+	return do_send(CTX_EP(fid)->ep, &iov, 1, dest, 0, 0, CTX_EP(fid)->tx_flags,
+	               context, false, false);
+}
+
+static ssize_t rdm_sendv(struct fid_ep *fid, const struct iovec *iov, void **desc,
+                         size_t count, fi_addr_t dest, void *context)
+{
+	(void)desc;
+	return do_send(CTX_EP(fid)->ep, iov, count, dest, 0, 0, CTX_EP(fid)->tx_flags,
+	               context, false, false);
+}
+
+static ssize_t rdm_sendmsg(struct fid_ep *fid, const struct fi_msg *msg, uint64_t flags)
+{
+	if (!msg)
+		return -FI_EINVAL;
+	return do_send(CTX_EP(fid)->ep, msg->msg_iov, msg->iov_count, msg->addr, 0,
+	               msg->data, flags, msg->context, false, false);
+}
+
+static ssize_t rdm_inject(struct fid_ep *fid, const void *buf, size_t len, fi_addr_t dest)
+{
+	struct iovec iov = {(void *)buf, len};
+
+	return do_send(CTX_EP(fid)->ep, &iov, 1, dest, 0, 0, FI_INJECT, NULL, false,
+	               true);
+}
+
+static ssize_t rdm_senddata(struct fid_ep *fid, const void *buf, size_t len, void *desc,
+                            uint64_t data, fi_addr_t dest, void *context)
+{
+	struct iovec iov = {(void *)buf, len};
+
+	(void)desc;
+	return do_send(CTX_EP(fid)->ep, &iov, 1, dest, 0, data,
+	               CTX_EP(fid)->tx_flags | FI_REMOTE_CQ_DATA, context, false, false);
+}
+
+static ssize_t rdm_injectdata(struct fid_ep *fid, const void *buf, size_t len,
+                              uint64_t data, fi_addr_t dest)
+{
+	struct iovec iov = {(void *)buf, len};
+
+	return do_send(CTX_EP(fid)->ep, &iov, 1, dest, 0, data,
+	               FI_INJECT | FI_REMOTE_CQ_DATA, NULL, false, true);
+}
+
+static ssize_t rdm_tsend(struct fid_ep *fid, const void *buf, size_t len, void *desc,
+                         fi_addr_t dest, uint64_t tag, void *context)
+{
+	struct iovec iov = {(void *)buf, len};
+
+	(void)desc;
+	return do_send(CTX_EP(fid)->ep, &iov, 1, dest, tag, 0, CTX_EP(fid)->tx_flags,
+	               context, true, false);
+}
+
+static ssize_t rdm_tsendv(struct fid_ep *fid, const struct iovec *iov, void **desc,
+                          size_t count, fi_addr_t dest, uint64_t tag, void *context)
+{
+	(void)desc;
+	return do_send(CTX_EP(fid)->ep, iov, count, dest, tag, 0, CTX_EP(fid)->tx_flags,
+	               context, true, false);
+}
+
+static ssize_t rdm_tsendmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg,
+                            uint64_t flags)
+{
+	if (!msg)
+		return -FI_EINVAL;
+	return do_send(CTX_EP(fid)->ep, msg->msg_iov, msg->iov_count, msg->addr, msg->tag,
+	               msg->data, flags, msg->context, true, false);
+}
+
+static ssize_t rdm_tinject(struct fid_ep *fid, const void *buf, size_t len,
+                           fi_addr_t dest, uint64_t tag)
+{
+	struct iovec iov = {(void *)buf, len};
+
+	return do_send(CTX_EP(fid)->ep, &iov, 1, dest, tag, 0, FI_INJECT, NULL, true,
+	               true);
+}
+
+static ssize_t rdm_tsenddata(struct fid_ep *fid, const void *buf, size_t len, void *desc,
+                             uint64_t data, fi_addr_t dest, uint64_t tag, void *context)
+{
+	struct iovec iov = {(void *)buf, len};
+
+	(void)desc;
+	return do_send(CTX_EP(fid)->ep, &iov, 1, dest, tag, data,
+	               CTX_EP(fid)->tx_flags | FI_REMOTE_CQ_DATA, context, true, false);
+}
+
+static ssize_t rdm_tinjectdata(struct fid_ep *fid, const void *buf, size_t len,
+                               uint64_t data, fi_addr_t dest, uint64_t tag)
+{
+	struct iovec iov = {(void *)buf, len};
+
+	return do_send(CTX_EP(fid)->ep, &iov, 1, dest, tag, data,
+	               FI_INJECT | FI_REMOTE_CQ_DATA, NULL, true, true);
+}
+
+const struct fi_ops_msg lm_rdm_msg_ops = {
+    .size = sizeof(struct fi_ops_msg),
+    .recv = rdm_recv,
+    .recvv = rdm_recvv,
+    .recvmsg = rdm_recvmsg,
+    .send = rdm_send,
+    .sendv = rdm_sendv,
+    .sendmsg = rdm_sendmsg,
+    .inject = rdm_inject,
+    .senddata = rdm_senddata,
+    .injectdata = rdm_injectdata,
+};
+
+const struct fi_ops_tagged lm_rdm_tagged_ops = {
+    .size = sizeof(struct fi_ops_tagged),
+    .recv = rdm_trecv,
+    .recvv = rdm_trecvv,
+    .recvmsg = rdm_trecvmsg,
+    .send = rdm_tsend,
+    .sendv = rdm_tsendv,
+    .sendmsg = rdm_tsendmsg,
+    .inject = rdm_tinject,
+    .senddata = rdm_tsenddata,
+    .injectdata = rdm_tinjectdata,
+};

@@ -1,0 +1,497 @@
+/* progress.c - the engine's progress: incoming packet dispatch, requests
+ * and their handles, packets waiting for link room, completions of
+ * finished operations, and the liveness checks that turn a dead peer into
+ * error completions. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rdm.h"
+
+#define POLL_BUDGET       64
+#define LIVENESS_MS       100
+#define LM_PROV_PEER_GONE 0x10001 /* prov_errno: err_data names the peer */
+
+/* ---- requests ------------------------------------------------------------ */
+
+struct lm_rdm_tx *lm_rdm_tx_alloc(struct lm_rdm_ep *ep)
+{
+	struct lm_rdm_tx *tx;
+
+	if (!ep->tx_nfree)
+		return NULL;
+	tx = ep->tx[ep->tx_free[--ep->tx_nfree]];
+	tx->state = LM_TX_QUEUED;
+	tx->done = 0;
+	tx->result = NULL;
+	tx->result_len = 0;
+	tx->cntr = NULL;
+	tx->report = false;
+	lm_list_init(&tx->node);
+	return tx;
+}
+
+void lm_rdm_tx_free(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
+{
+	lm_list_remove(&tx->node);
+	tx->state = LM_TX_FREE;
+	tx->gen++;
+	if (!tx->gen)
+		tx->gen = 1;
+	ep->tx_free[ep->tx_nfree++] = tx->slot;
+}
+
+struct lm_rdm_tx *lm_rdm_tx_lookup(struct lm_rdm_ep *ep, uint64_t handle)
+{
+	uint32_t slot = (uint32_t)handle;
+	struct lm_rdm_tx *tx;
+
+	if (slot >= ep->tx_count)
+		return NULL;
+	tx = ep->tx[slot];
+	if (tx->gen != (uint32_t)(handle >> 32) || tx->state == LM_TX_FREE)
+		return NULL;
+	return tx;
+}
+
+/* ---- errors ----------------------------------------------------------------- */
+
+const char *lm_rdm_strerror(struct lm_cq *cq, int prov_errno, const void *err_data)
+{
+	static _Thread_local char buf[320];
+
+	(void)cq;
+	if (prov_errno != LM_PROV_PEER_GONE || !err_data)
+		return NULL;
+	snprintf(buf, sizeof(buf), "peer %.256s is gone (exited or unreachable)",
+	         (const char *)err_data);
+	return buf;
+}
+
+/* The error entry for an operation that failed because of its peer: the
+ * peer's printable address travels as err_data. */
+static void peer_err_data(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer, char *buf,
+                          size_t *len)
+{
+	size_t n = *len;
+
+	if (!peer || ep->dom->link_ops->addr_to_str(peer->addr, buf, &n))
+		snprintf(buf, *len, "(unknown)");
+	buf[*len - 1] = 0;
+	*len = strlen(buf) + 1;
+}
+
+void lm_rdm_report_tx(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx, int err)
+{
+	struct lm_cq *cq = (tx->cq_flags & (FI_SEND)) || !(tx->cq_flags & FI_RECV)
+	                       ? ep->tx_cq
+	                       : ep->rx_cq;
+
+	if (!err) {
+		if (tx->cntr)
+			lm_cntr_inc(tx->cntr);
+		if (tx->report && cq)
+			lm_cq_write(cq, tx->context, tx->cq_flags, 0, NULL, 0, 0,
+			            FI_ADDR_NOTAVAIL);
+		return;
+	}
+	if (tx->cntr)
+		lm_cntr_inc_err(tx->cntr);
+	if (cq) {
+		char name[256];
+		size_t nlen = sizeof(name);
+		struct fi_cq_err_entry e = {
+		    .op_context = tx->context,
+		    .flags = tx->cq_flags,
+		    .err = err,
+		    .prov_errno = err,
+		};
+
+		if (err == FI_EIO) {
+			peer_err_data(ep, tx->peer, name, &nlen);
+			e.prov_errno = LM_PROV_PEER_GONE;
+			e.err_data = name;
+			e.err_data_size = nlen;
+		}
+		lm_cq_write_err(cq, &e, FI_ADDR_NOTAVAIL);
+	}
+}
+
+void lm_rdm_tx_done(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx, int err)
+{
+	lm_rdm_report_tx(ep, tx, err);
+	lm_rdm_tx_free(ep, tx);
+}
+
+/* ---- sending ---------------------------------------------------------------- */
+
+size_t lm_copy_from_iov(void *dst, const struct iovec *iov, size_t iov_count,
+                        size_t offset, size_t len)
+{
+	char *to = dst;
+	size_t done = 0;
+
+	for (size_t i = 0; i < iov_count && done < len; i++) {
+		size_t n;
+
+		if (offset >= iov[i].iov_len) {
+			offset -= iov[i].iov_len;
+			continue;
+		}
+		n = LM_MIN(iov[i].iov_len - offset, len - done);
+		memcpy(to + done, (char *)iov[i].iov_base + offset, n);
+		done += n;
+		offset = 0;
+	}
+	return done;
+}
+
+/* The part [off, off + len) of iov as a new iov array; returns its count. */
+static size_t iov_slice(const struct iovec *iov, size_t count, size_t off, size_t len,
+                        struct iovec *out)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < count && len; i++) {
+		size_t take;
+
+		if (off >= iov[i].iov_len) {
+			off -= iov[i].iov_len;
+			continue;
+		}
+		take = LM_MIN(iov[i].iov_len - off, len);
+		out[n].iov_base = (char *)iov[i].iov_base + off;
+		out[n].iov_len = take;
+		n++;
+		len -= take;
+		off = 0;
+	}
+	return n;
+}
+
+static ssize_t link_send(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
+                         const struct lm_rdm_hdr *h, const struct iovec *iov, size_t n)
+{
+	if (peer->dead)
+		return -FI_EIO;
+	return ep->link->ops->send(ep->link, peer->lp, h, iov, n);
+}
+
+/* The packets of a streamed transfer (rendezvous DATA, RMA WRITE): as many
+ * pieces as the link takes.  0 when all are out. */
+static ssize_t tx_stream(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
+{
+	size_t piece = ep->link->max_payload;
+
+	do {
+		struct lm_rdm_hdr h = tx->hdr;
+		struct iovec iov[LM_IOV_LIMIT];
+		size_t n = LM_MIN(piece, tx->len - tx->done);
+		size_t cnt = iov_slice(tx->iov, tx->iov_count, tx->done, n, iov);
+		ssize_t ret;
+
+		h.len = (uint32_t)n;
+		if (tx->op == LM_OP_DATA) {
+			h.addr = tx->done;
+		} else {
+			h.addr = tx->hdr.addr + tx->done;
+			if (tx->done + n == tx->len)
+				h.flags |= LM_HF_LAST;
+		}
+		ret = link_send(ep, tx->peer, &h, iov, cnt);
+		if (ret)
+			return ret;
+		tx->done += n;
+	} while (tx->done < tx->len);
+	return 0;
+}
+
+/* Push tx's packets.  0: everything handed to the link (the request then
+ * waits for its answer or is complete). */
+static ssize_t tx_push(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
+{
+	struct iovec iov[1];
+
+	switch (tx->state == LM_TX_STREAM ? LM_OP_DATA : tx->op) {
+	case LM_OP_DATA:
+	case LM_OP_WRITE:
+		return tx_stream(ep, tx);
+	case LM_OP_RTS: {
+		struct lm_rdm_rts rts = {.iov_count = tx->iov_count};
+
+		for (size_t i = 0; i < tx->iov_count; i++) {
+			rts.iov[i].base = (uintptr_t)tx->iov[i].iov_base;
+			rts.iov[i].len = tx->iov[i].iov_len;
+		}
+		iov[0].iov_base = &rts;
+		iov[0].iov_len = sizeof(rts);
+		tx->hdr.len = sizeof(rts);
+		return link_send(ep, tx->peer, &tx->hdr, iov, 1);
+	}
+	default:
+		return link_send(ep, tx->peer, &tx->hdr, tx->iov, tx->iov_count);
+	}
+}
+
+/* After the last packet went out: eager sends without an acknowledgement
+ * are complete; everything else waits for its answer. */
+static void tx_sent(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
+{
+	lm_list_remove(&tx->node);
+	if (tx->op == LM_OP_EAGER && !(tx->hdr.flags & LM_HF_ACK)) {
+		lm_rdm_tx_done(ep, tx, 0);
+		return;
+	}
+	tx->state = LM_TX_WAIT;
+	tx->start_ms = lm_now_ms();
+	lm_list_push_back(&ep->tx_wait, &tx->node);
+}
+
+ssize_t lm_rdm_tx_start(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
+{
+	ssize_t ret;
+
+	tx->start_ms = lm_now_ms();
+	if (tx->op == LM_OP_WRITE)
+		tx->state = LM_TX_STREAM;
+	lm_list_push_back(&ep->tx_queue, &tx->node);
+	if (ep->tx_queue.next != &tx->node)
+		return 0; /* behind earlier packets: keep the order */
+	ret = tx_push(ep, tx);
+	if (!ret)
+		tx_sent(ep, tx);
+	else if (ret != -FI_EAGAIN)
+		lm_rdm_tx_done(ep, tx, ret == -FI_EIO ? FI_EIO : (int)-ret);
+	return 0;
+}
+
+void lm_rdm_tx_flush(struct lm_rdm_ep *ep)
+{
+	struct lm_list *it;
+
+	while ((it = lm_list_front(&ep->tx_queue))) {
+		struct lm_rdm_tx *tx = lm_container_of(it, struct lm_rdm_tx, node);
+		ssize_t ret = tx_push(ep, tx);
+
+		if (ret == -FI_EAGAIN)
+			return;
+		if (ret)
+			lm_rdm_tx_done(ep, tx, ret == -FI_EIO ? FI_EIO : (int)-ret);
+		else
+			tx_sent(ep, tx);
+	}
+}
+
+void lm_rdm_ctl_send(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
+                     const struct lm_rdm_hdr *hdr, const void *payload, size_t len)
+{
+	struct lm_rdm_ctl *c;
+	struct iovec iov = {(void *)payload, len};
+
+	if (lm_list_empty(&ep->ctl_queue)) {
+		ssize_t ret = link_send(ep, peer, hdr, &iov, len ? 1 : 0);
+
+		if (ret != -FI_EAGAIN)
+			return; /* sent, or the peer is gone and wants no answer */
+	}
+	c = lm_bufpool_alloc(&ep->ctl_pool);
+	if (!c)
+		return; /* the peer's request times out through liveness */
+	c->peer = peer;
+	c->hdr = *hdr;
+	c->hdr.len = (uint32_t)len;
+	c->big = NULL;
+	if (len > sizeof(c->small)) {
+		c->big = malloc(len);
+		if (!c->big) {
+			lm_bufpool_free(&ep->ctl_pool, c);
+			return;
+		}
+		memcpy(c->big, payload, len);
+	} else if (len) {
+		memcpy(c->small, payload, len);
+	}
+	lm_list_push_back(&ep->ctl_queue, &c->node);
+}
+
+static void ctl_queue_flush(struct lm_rdm_ep *ep)
+{
+	struct lm_list *it;
+
+	while ((it = lm_list_front(&ep->ctl_queue))) {
+		struct lm_rdm_ctl *c = lm_container_of(it, struct lm_rdm_ctl, node);
+		struct iovec iov = {c->big ? c->big : c->small, c->hdr.len};
+		ssize_t ret = link_send(ep, c->peer, &c->hdr, &iov, c->hdr.len ? 1 : 0);
+
+		if (ret == -FI_EAGAIN)
+			return;
+		lm_list_remove(&c->node);
+		free(c->big);
+		lm_bufpool_free(&ep->ctl_pool, c);
+	}
+}
+
+/* ---- answers to our requests -------------------------------------------- */
+
+static void on_cts(struct lm_rdm_ep *ep, const struct lm_rdm_hdr *h)
+{
+	struct lm_rdm_tx *tx = lm_rdm_tx_lookup(ep, h->sreq);
+
+	if (!tx || tx->op != LM_OP_RTS || tx->state != LM_TX_WAIT)
+		return;
+	lm_list_remove(&tx->node);
+	tx->state = LM_TX_STREAM;
+	tx->done = 0;
+	tx->hdr.op = LM_OP_DATA;
+	tx->hdr.rreq = h->rreq;
+	tx->op = LM_OP_DATA;
+	lm_list_push_back(&ep->tx_queue, &tx->node);
+	lm_rdm_tx_flush(ep);
+}
+
+static void on_fin(struct lm_rdm_ep *ep, const struct lm_rdm_hdr *h)
+{
+	struct lm_rdm_tx *tx = lm_rdm_tx_lookup(ep, h->sreq);
+
+	if (!tx || (tx->op != LM_OP_RTS && tx->op != LM_OP_DATA && tx->op != LM_OP_EAGER))
+		return;
+	/* A FIN may overtake nothing but may arrive while DATA is still
+	 * queued (the receiver gave up): drop the rest. */
+	lm_rdm_tx_done(ep, tx, h->rreq > 0 && h->rreq < 0x10000 ? (int)h->rreq : 0);
+}
+
+/* ---- dispatch --------------------------------------------------------------- */
+
+void lm_rdm_recv_pkt(void *arg, const void *src_addr, const void *hdr,
+                     const void *payload, size_t plen)
+{
+	struct lm_rdm_ep *ep = arg;
+	struct lm_rdm_hdr h;
+	struct lm_rdm_peer *peer = ep->last_src;
+
+	memcpy(&h, hdr, sizeof(h));
+	if (h.version != LM_RDM_WIRE_VERSION || h.len != plen || !h.op ||
+	    h.op >= LM_OP_MAX) {
+		LM_WARN(ep->dom->util.fabric->prov, FI_LOG_EP_DATA,
+		        "dropping packet: version %u op %u len %u/%zu\n", h.version, h.op,
+		        h.len, plen);
+		return;
+	}
+	if (!peer || memcmp(peer->addr, src_addr, ep->dom->link_ops->addrlen)) {
+		peer = lm_rdm_peer_by_addr(ep, src_addr);
+		if (!peer)
+			return;
+		ep->last_src = peer;
+	}
+	switch (h.op) {
+	case LM_OP_EAGER:
+	case LM_OP_RTS:
+		lm_rdm_msg_recv(ep, peer, &h, payload, plen);
+		break;
+	case LM_OP_CTS:
+		on_cts(ep, &h);
+		break;
+	case LM_OP_DATA:
+		lm_rdm_rndv_data(ep, &h, payload, plen);
+		break;
+	case LM_OP_FIN:
+	case LM_OP_ACK:
+		on_fin(ep, &h);
+		break;
+	case LM_OP_ATOMIC:
+	case LM_OP_ATOMIC_RESP:
+		lm_rdm_atomic_recv(ep, peer, &h, payload, plen);
+		break;
+	default:
+		lm_rdm_rma_recv(ep, peer, &h, payload, plen);
+		break;
+	}
+}
+
+/* ---- liveness ----------------------------------------------------------------- */
+
+static bool peer_gone(struct lm_rdm_ep *ep, struct lm_rdm_peer *p)
+{
+	if (!p->dead && ep->link->ops->peer_alive &&
+	    !ep->link->ops->peer_alive(ep->link, p->lp))
+		p->dead = true;
+	return p->dead;
+}
+
+static void check_peers(struct lm_rdm_ep *ep)
+{
+	struct lm_list *it, *tmp;
+	uint64_t now = lm_now_ms();
+
+	if (now - ep->last_check_ms < LIVENESS_MS)
+		return;
+	ep->last_check_ms = now;
+	lm_list_foreach_safe(&ep->tx_wait, it, tmp)
+	{
+		struct lm_rdm_tx *tx = lm_container_of(it, struct lm_rdm_tx, node);
+
+		if (peer_gone(ep, tx->peer))
+			lm_rdm_tx_done(ep, tx, FI_EIO);
+	}
+	lm_list_foreach_safe(&ep->tx_queue, it, tmp)
+	{
+		struct lm_rdm_tx *tx = lm_container_of(it, struct lm_rdm_tx, node);
+
+		if (peer_gone(ep, tx->peer))
+			lm_rdm_tx_done(ep, tx, FI_EIO);
+	}
+	lm_list_foreach_safe(&ep->rndv_active, it, tmp)
+	{
+		struct lm_rdm_rndv *r = lm_container_of(it, struct lm_rdm_rndv, node);
+
+		if (peer_gone(ep, r->peer))
+			lm_rdm_rndv_fail(ep, r, FI_EIO);
+	}
+	lm_list_foreach_safe(&ep->ctl_queue, it, tmp)
+	{
+		struct lm_rdm_ctl *c = lm_container_of(it, struct lm_rdm_ctl, node);
+
+		if (peer_gone(ep, c->peer)) {
+			lm_list_remove(&c->node);
+			free(c->big);
+			lm_bufpool_free(&ep->ctl_pool, c);
+		}
+	}
+}
+
+void lm_rdm_progress_locked(struct lm_rdm_ep *ep)
+{
+	struct lm_link *link = ep->link;
+	int n;
+
+	ctl_queue_flush(ep);
+	lm_rdm_tx_flush(ep);
+	do {
+		n = link->ops->poll(link, POLL_BUDGET);
+	} while (n == POLL_BUDGET);
+	ctl_queue_flush(ep);
+	lm_rdm_tx_flush(ep);
+	if (!lm_list_empty(&ep->tx_wait) || !lm_list_empty(&ep->tx_queue) ||
+	    !lm_list_empty(&ep->rndv_active) || !lm_list_empty(&ep->ctl_queue))
+		check_peers(ep);
+}
+
+void lm_rdm_progress(struct lm_rdm_ep *ep, bool sleepy)
+{
+	lm_lock_acquire(&ep->lock);
+	if (ep->enabled) {
+		lm_rdm_progress_locked(ep);
+		/* A reader is about to sleep on the doorbell: ask senders to
+		 * ring it, then look once more for what raced with arming. */
+		if (sleepy && ep->link->ops->arm) {
+			/* Re-armed on every pass: a ring consumes the arming. */
+			ep->link->ops->arm(ep->link);
+			ep->armed = true;
+			lm_rdm_progress_locked(ep);
+		} else if (ep->armed) {
+			ep->link->ops->disarm(ep->link);
+			ep->armed = false;
+		}
+	}
+	lm_lock_release(&ep->lock);
+}

@@ -1,0 +1,358 @@
+/* rdm.h - internal interface of the RDM engine: the wire header every link
+ * carries, the engine's domain, endpoint, peer and request objects, and the
+ * calls shared by its files (ep.c, msg.c, progress.c, rma.c, atomic.c). */
+#ifndef LOOM_RDM_H
+#define LOOM_RDM_H
+
+#include "util.h"
+#include "link.h"
+
+/* ---- wire format, version 1 ---------------------------------------------
+ * Every packet is one 64-byte header followed by `len` payload bytes.
+ * Fields are in the sender's byte order (links join processes or hosts of
+ * one architecture; a foreign version byte is dropped with a warning).
+ *
+ *   0       1       2               4                               8
+ *   +-------+-------+---------------+-------------------------------+
+ *   |version|  op   |    flags      |   len (payload bytes)         |
+ *   +-------+-------+---------------+-------------------------------+
+ *   | size   : message / RMA length                                 | 8
+ *   | tag    : tagged messages; atomic: op << 8 | datatype          | 16
+ *   | data   : remote CQ data                                       | 24
+ *   | sreq   : sender's request handle (echoed in CTS/FIN/ACK/RESP) | 32
+ *   | rreq   : receiver's request handle (CTS, DATA); status (FIN)  | 40
+ *   | addr   : RMA target address; DATA: byte offset               | 48
+ *   | key    : RMA/atomic key                                       | 56
+ *   +---------------------------------------------------------------+
+ *
+ * Message protocols (S = sender, R = receiver):
+ *   eager:  S -EAGER(payload)-> R            [-ACK-> S for DELIVERY_COMPLETE]
+ *   rndv:   S -RTS(iov list)-> R; R reads S's memory (bulk), R -FIN-> S
+ *           or, without bulk: R -CTS-> S; S -DATA..DATA-> R; R -FIN-> S
+ * RMA/atomics execute at the target; every one is answered (WRITE_ACK,
+ * READ_RESP data, ATOMIC_RESP) so the initiator's completion means done.
+ * Request handles are (generation << 32 | slot): a stale or forged handle
+ * names no live request and the packet is dropped. */
+#define LM_RDM_WIRE_VERSION 1
+
+enum {
+	LM_OP_EAGER = 1,
+	LM_OP_RTS,
+	LM_OP_CTS,
+	LM_OP_DATA,
+	LM_OP_FIN,
+	LM_OP_ACK,
+	LM_OP_WRITE,
+	LM_OP_WRITE_ACK,
+	LM_OP_READ_REQ,
+	LM_OP_READ_RESP,
+	LM_OP_ATOMIC,
+	LM_OP_ATOMIC_RESP,
+	LM_OP_MAX
+};
+
+/* header flags */
+#define LM_HF_TAGGED  0x0001
+#define LM_HF_CQ_DATA 0x0002 /* data is remote CQ data */
+#define LM_HF_ACK     0x0004 /* answer with ACK once delivered */
+#define LM_HF_BULK    0x0008 /* RTS: the sender's memory may be read in bulk */
+#define LM_HF_LAST    0x0010 /* READ_RESP / WRITE: last piece */
+#define LM_HF_FETCH   0x0020 /* ATOMIC: return the old values */
+#define LM_HF_COMPARE 0x0040 /* ATOMIC: payload holds compare values after operands */
+
+struct lm_rdm_hdr {
+	uint8_t version;
+	uint8_t op;
+	uint16_t flags;
+	uint32_t len;
+	uint64_t size;
+	uint64_t tag;
+	uint64_t data;
+	uint64_t sreq;
+	uint64_t rreq;
+	uint64_t addr;
+	uint64_t key;
+};
+
+_Static_assert(sizeof(struct lm_rdm_hdr) == 64, "wire header is 64 bytes");
+
+/* RTS payload: the sender's buffer, for bulk reads. */
+struct lm_rdm_rts {
+	uint64_t iov_count;
+	struct {
+		uint64_t base, len;
+	} iov[LM_IOV_LIMIT];
+};
+
+/* ---- domain --------------------------------------------------------------
+ * A provider built on the engine embeds this at the start of its domain
+ * and names its link; everything else (endpoints, AV address handling) is
+ * the engine's. */
+struct lm_rdm_domain {
+	struct lm_domain util;
+	const struct lm_link_ops *link_ops;
+	void *link_ctx; /* handed to link_ops->open */
+	struct lm_av_addr_ops av_ops;
+	/* Bumped by every fi_av_remove: endpoints drop their fi_addr caches. */
+	atomic_uint_fast64_t av_gen;
+	bool no_bulk;     /* the provider's "never use bulk copies" parameter */
+	size_t eager_max; /* 0: the link's max_payload */
+};
+
+/* Fill dom (zeroed by the caller) for info; ops: lm_rdm_domain_ops if NULL. */
+int lm_rdm_domain_init(struct lm_rdm_domain *dom, struct lm_fabric *fab,
+                       const struct fi_info *info, const struct lm_link_ops *link_ops,
+                       void *link_ctx, void *context);
+/* The domain's fi_close stays util's (lm_domain_fini + free), which is
+ * right while lm_rdm_domain is first in the provider's struct and the
+ * provider has nothing else to release. */
+extern const struct fi_ops_domain lm_rdm_domain_ops;
+
+/* ---- peers ---------------------------------------------------------------
+ * One per remote address an endpoint talks to, created on first use. */
+struct lm_rdm_peer {
+	struct lm_hnode hnode; /* ep->peers, by address hash */
+	struct lm_link_peer *lp;
+	fi_addr_t fi_addr; /* for FI_SOURCE: lm_av_reverse, cached */
+	uint64_t fi_gen;   /* av_gen when fi_addr was looked up */
+	bool bulk_broken;  /* a bulk read failed: use CTS/DATA from now on */
+	bool dead;         /* the link said it is gone */
+	unsigned char addr[];
+};
+
+/* ---- requests ------------------------------------------------------------ */
+
+enum lm_tx_state {
+	LM_TX_FREE,
+	LM_TX_QUEUED, /* waiting for link room (in ep->tx_queue) */
+	LM_TX_WAIT,   /* sent, waiting for an answer (FIN/ACK/RESP) */
+	LM_TX_STREAM, /* CTS received: DATA left to send (in ep->tx_queue) */
+};
+
+/* An operation this endpoint started. */
+struct lm_rdm_tx {
+	struct lm_list node; /* ep->tx_queue or ep->tx_wait */
+	uint32_t gen;
+	uint32_t slot; /* index in ep->tx */
+	uint8_t state;
+	uint8_t op; /* LM_OP_* of the first packet */
+	struct lm_rdm_peer *peer;
+	uint64_t cq_flags; /* FI_SEND|FI_MSG..., FI_READ|FI_RMA..., for the entry */
+	bool report;       /* write a CQ entry on success */
+	void *context;
+	struct lm_cntr *cntr; /* incremented on completion */
+	struct iovec iov[LM_IOV_LIMIT];
+	size_t iov_count;
+	size_t len;
+	size_t done;           /* bytes sent (STREAM) or received (READ_RESP) */
+	struct lm_rdm_hdr hdr; /* the first packet, kept for retries */
+	uint64_t rreq;         /* STREAM: the receiver's handle */
+	uint64_t start_ms;     /* for liveness checks */
+	void *result;          /* fetching atomics: where old values go */
+	size_t result_len;
+	unsigned char inject[]; /* inject / atomic operand copy (ep->inject_size) */
+};
+
+/* A posted receive: util's entry plus the engine's. */
+struct lm_rdm_rx {
+	struct lm_rx_entry e;
+	size_t busy; /* rendezvous placements into this buffer still running */
+	bool released;
+};
+
+/* A message being received by rendezvous. */
+struct lm_rdm_rndv {
+	struct lm_list node; /* ep->rndv_active */
+	uint32_t gen;
+	bool used;
+	struct lm_rdm_rx *rx; /* NULL: FI_DISCARD */
+	struct lm_rdm_peer *peer;
+	fi_addr_t src;
+	uint64_t sreq;
+	uint64_t size; /* sent */
+	uint64_t tag, data;
+	uint16_t hflags;
+	struct iovec iov[LM_IOV_LIMIT]; /* where it lands */
+	size_t iov_count;
+	size_t cap;            /* bytes that fit */
+	size_t got;            /* DATA bytes received */
+	size_t off, place_len; /* multi-receive placement */
+	uint64_t extra_flags;
+	uint64_t start_ms;
+};
+
+/* Payload kept for an unexpected message. */
+struct lm_rdm_unexp {
+	struct lm_unexp_entry u;
+	struct lm_rdm_peer *peer;
+	uint16_t hflags;
+	uint64_t sreq;
+	struct lm_rdm_rts rts; /* rendezvous */
+	bool rndv;
+	void *buf; /* eager payload (from the small pool or malloc) */
+	bool small;
+};
+
+/* A control packet the link had no room for, kept until it does. */
+struct lm_rdm_ctl {
+	struct lm_list node; /* ep->ctl_queue */
+	struct lm_rdm_peer *peer;
+	struct lm_rdm_hdr hdr;
+	unsigned char *big; /* payloads larger than small[] */
+	unsigned char small[sizeof(struct lm_rdm_rts)];
+};
+
+/* ---- endpoint ------------------------------------------------------------ */
+
+/* A fid_ep: the endpoint itself or an alias with other op flags. */
+struct lm_rdm_ctx {
+	struct fid_ep ep_fid;
+	struct lm_rdm_ep *ep;
+	uint64_t tx_flags, rx_flags; /* op_flags applied to the non-msg calls */
+	bool alias;
+};
+
+enum {
+	LM_CNTR_SEND,
+	LM_CNTR_RECV,
+	LM_CNTR_READ,
+	LM_CNTR_WRITE,
+	LM_CNTR_RREAD,
+	LM_CNTR_RWRITE,
+	LM_CNTR_MAX
+};
+
+struct lm_rdm_hook {
+	struct lm_progress p;
+	struct lm_rdm_ep *ep;
+	struct lm_cq *cq; /* exactly one of cq / cntr */
+	struct lm_cntr *cntr;
+};
+
+struct lm_rdm_ep {
+	struct lm_rdm_ctx ctx;
+	struct lm_rdm_domain *dom;
+	struct fi_info *info;
+	uint64_t caps;
+	bool enabled;
+	atomic_int ref; /* aliases */
+
+	struct lm_cq *tx_cq, *rx_cq;
+	bool tx_selective, rx_selective;
+	struct lm_cntr *cntr[LM_CNTR_MAX];
+	struct lm_av *av;
+	struct lm_rdm_hook hooks[2 + LM_CNTR_MAX];
+	size_t nhooks;
+
+	struct lm_link *link;
+	size_t eager_max;
+	size_t inject_size;
+	size_t min_multi_recv;
+	bool bulk; /* may offer RTS bulk reads */
+
+	/* Requests: a fixed table (tx_attr size) so handles are checkable. */
+	struct lm_rdm_tx **tx;
+	size_t tx_count, tx_used;
+	uint32_t *tx_free;
+	size_t tx_nfree;
+	struct lm_list tx_queue; /* packets waiting for link room, in order */
+	struct lm_list tx_wait;  /* waiting for an answer */
+
+	struct lm_rdm_rndv *rndv;
+	size_t rndv_count;
+	struct lm_list rndv_active;
+
+	struct lm_match msg, tagged;
+	struct lm_bufpool rx_pool;    /* lm_rdm_rx */
+	struct lm_bufpool unexp_pool; /* lm_rdm_unexp */
+	struct lm_bufpool small_pool; /* eager payloads up to inline_max */
+	size_t rx_count, rx_limit;
+
+	/* Control packets (FIN, ACK, CTS, responses) the link refused. */
+	struct lm_list ctl_queue;
+	struct lm_bufpool ctl_pool;
+
+	struct lm_hmap peers;
+	struct lm_rdm_peer **peer_vec; /* fi_addr index -> peer */
+	size_t peer_vec_len;
+	uint64_t peer_gen;
+	struct lm_rdm_peer *last_src; /* receive-side cache */
+
+	uint64_t last_check_ms;
+	bool armed; /* the link's doorbell is armed */
+	struct lm_lock lock;
+	char *name; /* address set with fi_setname before the link opened */
+};
+
+/* ep.c */
+int lm_rdm_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep,
+                    void *context);
+struct lm_rdm_peer *lm_rdm_peer_by_fiaddr(struct lm_rdm_ep *ep, fi_addr_t addr);
+struct lm_rdm_peer *lm_rdm_peer_by_addr(struct lm_rdm_ep *ep, const void *addr);
+fi_addr_t lm_rdm_peer_fiaddr(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer);
+
+static inline struct lm_rdm_ep *lm_rdm_ep_of(struct fid_ep *fid)
+{
+	return lm_container_of(fid, struct lm_rdm_ctx, ep_fid)->ep;
+}
+
+/* progress.c */
+/* sleepy: a reader of a bound CQ/counter is about to sleep on the fd. */
+void lm_rdm_progress(struct lm_rdm_ep *ep, bool sleepy);
+void lm_rdm_progress_locked(struct lm_rdm_ep *ep);
+void lm_rdm_recv_pkt(void *arg, const void *src_addr, const void *hdr,
+                     const void *payload, size_t payload_len);
+struct lm_rdm_tx *lm_rdm_tx_alloc(struct lm_rdm_ep *ep);
+void lm_rdm_tx_free(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx);
+struct lm_rdm_tx *lm_rdm_tx_lookup(struct lm_rdm_ep *ep, uint64_t handle);
+static inline uint64_t lm_rdm_tx_handle(const struct lm_rdm_tx *tx)
+{
+	return (uint64_t)tx->gen << 32 | tx->slot;
+}
+/* Send tx's first packet now, or queue it behind earlier ones. */
+ssize_t lm_rdm_tx_start(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx);
+/* Push queued packets as far as the link takes them. */
+void lm_rdm_tx_flush(struct lm_rdm_ep *ep);
+/* A control packet with payload; queued (copied) when the link is full. */
+void lm_rdm_ctl_send(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
+                     const struct lm_rdm_hdr *hdr, const void *payload, size_t len);
+void lm_rdm_tx_done(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx, int err);
+const char *lm_rdm_strerror(struct lm_cq *cq, int prov_errno, const void *err_data);
+
+/* msg.c */
+extern const struct fi_ops_msg lm_rdm_msg_ops;
+extern const struct fi_ops_tagged lm_rdm_tagged_ops;
+void lm_rdm_msg_recv(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
+                     const struct lm_rdm_hdr *h, const void *payload, size_t plen);
+void lm_rdm_rndv_data(struct lm_rdm_ep *ep, const struct lm_rdm_hdr *h,
+                      const void *payload, size_t plen);
+void lm_rdm_rndv_fail(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r, int err);
+void lm_rdm_unexp_free(struct lm_rdm_ep *ep, struct lm_rdm_unexp *x);
+void lm_rdm_rx_free(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx);
+ssize_t lm_rdm_cancel(struct lm_rdm_ep *ep, void *context);
+
+/* rma.c, atomic.c */
+extern const struct fi_ops_rma lm_rdm_rma_ops;
+extern const struct fi_ops_atomic lm_rdm_atomic_ops;
+void lm_rdm_rma_recv(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
+                     const struct lm_rdm_hdr *h, const void *payload, size_t plen);
+void lm_rdm_atomic_recv(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
+                        const struct lm_rdm_hdr *h, const void *payload, size_t plen);
+
+/* Post a completion for a finished tx (CQ entry or error, counter). */
+void lm_rdm_report_tx(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx, int err);
+
+/* Bytes in an iov array. */
+static inline size_t lm_iov_len(const struct iovec *iov, size_t n)
+{
+	size_t s = 0;
+
+	for (size_t i = 0; i < n; i++)
+		s += iov[i].iov_len;
+	return s;
+}
+
+size_t lm_copy_from_iov(void *dst, const struct iovec *iov, size_t iov_count,
+                        size_t offset, size_t len);
+
+#endif

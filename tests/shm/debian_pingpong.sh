@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Debian's own fi_pingpong (package libfabric-bin) between two processes on
+# loom's shm provider, with its data checks (-c) over every size (-S all),
+# for message (-e rdm) and tagged (-m tagged) transfers, and once more with
+# cross-memory attach disabled (FI_SHM_DISABLE_CMA=1, the bounce-buffer
+# fallback).  LD_DEBUG=libs proves both processes ran loom's library.
+#
+# Usage: debian_pingpong.sh <dir containing loom's libfabric.so.1>
+# Environment: PP_TIMEOUT (seconds per run, default 120), PP_PORT (default
+# 47592 + pid % 1000), BIN_DIR (default /usr/bin).
+set -euo pipefail
+
+if [ $# -ne 1 ]; then
+	echo "usage: $0 <dir containing loom's libfabric.so.1>" >&2
+	exit 2
+fi
+loom_dir=$(realpath "$1")
+bin=${BIN_DIR:-/usr/bin}/fi_pingpong
+tmo=${PP_TIMEOUT:-120}
+port=${PP_PORT:-$((47592 + $$ % 1000))}
+if [ ! -x "$bin" ]; then
+	echo "SKIP: $bin not found (install libfabric-bin)" >&2
+	exit 77
+fi
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/debian_pingpong.XXXXXX")
+srv_pid=
+cleanup() {
+	if [ -n "$srv_pid" ]; then
+		kill "$srv_pid" 2>/dev/null || true
+		wait "$srv_pid" 2>/dev/null || true
+	fi
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+fail=0
+# run TAG EXTRA_ENV ARGS...: server and client, both reaped, both checked.
+run() {
+	local tag=$1 extra=$2
+	shift 2
+	mkdir -p "$tmp/$tag"
+	env $extra LD_LIBRARY_PATH="$loom_dir" LD_DEBUG=libs \
+		LD_DEBUG_OUTPUT="$tmp/$tag/srv.ld" \
+		timeout "$tmo" "$bin" -p shm -e rdm -B "$port" "$@" \
+		>"$tmp/$tag/srv.out" 2>&1 &
+	srv_pid=$!
+	sleep 0.5
+	local crc=0 src=0
+	env $extra LD_LIBRARY_PATH="$loom_dir" LD_DEBUG=libs \
+		LD_DEBUG_OUTPUT="$tmp/$tag/cli.ld" \
+		timeout "$tmo" "$bin" -p shm -e rdm -P "$port" "$@" 127.0.0.1 \
+		>"$tmp/$tag/cli.out" 2>&1 || crc=$?
+	wait "$srv_pid" || src=$?
+	srv_pid=
+	if [ "$crc" != 0 ] || [ "$src" != 0 ]; then
+		echo "FAIL: $tag: client exit $crc, server exit $src" >&2
+		tail -5 "$tmp/$tag/srv.out" "$tmp/$tag/cli.out" >&2
+		fail=1
+		return
+	fi
+	for side in srv cli; do
+		if ! grep -qs "calling init: $loom_dir/libfabric.so.1" "$tmp/$tag/$side.ld".*; then
+			echo "FAIL: $tag: $side did not load $loom_dir/libfabric.so.1" >&2
+			fail=1
+		fi
+		if grep -hs "calling init: .*libfabric.so" "$tmp/$tag/$side.ld".* |
+			grep -qv "$loom_dir/"; then
+			echo "FAIL: $tag: $side also loaded another libfabric" >&2
+			fail=1
+		fi
+	done
+	if ! grep -q "^6m " "$tmp/$tag/cli.out"; then
+		echo "FAIL: $tag: client did not reach the largest size" >&2
+		fail=1
+	fi
+	echo "ok: $tag ($(grep -c '^[0-9]' "$tmp/$tag/cli.out") sizes)"
+}
+
+run msg "" -c -S all
+run tagged "" -m tagged -c -S all
+run msg_nocma "FI_SHM_DISABLE_CMA=1" -c -S all
+exit $fail
