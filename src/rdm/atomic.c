@@ -1,133 +1,505 @@
-/* atomic.c - fi_atomic over the engine.  Not written yet: every call is
- * -FI_ENOSYS, the *valid queries -FI_EOPNOTSUPP (providers do not
- * advertise FI_ATOMIC), and atomic packets that arrive are dropped. */
+/* atomic.c - fi_atomic over the engine: the initiator's calls and *valid
+ * queries, and execution at the target (lm_mr_verify, then util's
+ * lm_atomic_apply).  One call travels as one packet: operands (and compare
+ * values) inline, old values back in the answer; so a call carries at most
+ * max_payload bytes of operands (of compares, of results), which is the
+ * count the *valid queries report and the calls enforce (-FI_EMSGSIZE). */
+#include <string.h>
+
 #include "rdm.h"
+
+/* Result vectors of fetching atomics live at the start of the request's
+ * inject area; operands copied for FI_INJECT follow them. */
+#define RES_AREA (LM_IOV_LIMIT * sizeof(struct iovec))
+
+size_t lm_rdm_atomic_max(struct lm_rdm_ep *ep, enum fi_datatype dt, bool compare)
+{
+	size_t sz = lm_datatype_size(dt);
+
+	return sz ? ep->link->max_payload / (sz * (compare ? 2 : 1)) : 0;
+}
+
+/* ---- target side ------------------------------------------------------- */
+
+static void atomic_exec(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
+                        const struct lm_rdm_hdr *h, const void *payload, size_t plen)
+{
+	struct lm_rdm_hdr a = {
+	    .version = LM_RDM_WIRE_VERSION, .op = LM_OP_ATOMIC_RESP, .sreq = h->sreq};
+	enum fi_op op = (enum fi_op)(h->tag >> 8 & 0xff);
+	enum fi_datatype dt = (enum fi_datatype)(h->tag & 0xff);
+	enum lm_atomic_kind kind = h->flags & LM_HF_COMPARE ? LM_ATOMIC_COMPARE
+	                           : h->flags & LM_HF_FETCH ? LM_ATOMIC_FETCH
+	                                                    : LM_ATOMIC_BASE;
+	size_t sz = lm_datatype_size(dt), bytes = 0, want;
+	uint64_t access;
+	void *dst;
+	int ret = 0;
+
+	if (!sz || h->tag >> 16 || !lm_atomic_valid(dt, op, kind)) {
+		ret = -FI_EOPNOTSUPP;
+		goto answer;
+	}
+	if (h->size > lm_rdm_atomic_max(ep, dt, false)) {
+		ret = -FI_EMSGSIZE;
+		goto answer;
+	}
+	bytes = h->size * sz;
+	want =
+	    (op == FI_ATOMIC_READ ? 0 : bytes) + (kind == LM_ATOMIC_COMPARE ? bytes : 0);
+	if (plen != want) {
+		ret = -FI_EINVAL;
+		goto answer;
+	}
+	/* Reading old values needs FI_REMOTE_READ; changing memory
+	 * FI_REMOTE_WRITE (FI_ATOMIC_READ changes nothing). */
+	access = op == FI_ATOMIC_READ
+	             ? FI_REMOTE_READ
+	             : FI_REMOTE_WRITE | (kind != LM_ATOMIC_BASE ? FI_REMOTE_READ : 0);
+	ret = lm_mr_verify(&ep->dom->util, h->key, h->addr, bytes, access, &dst);
+	if (ret)
+		goto answer;
+	if (bytes)
+		ret = lm_atomic_apply(
+		    op, dt, dst, op == FI_ATOMIC_READ ? NULL : payload,
+		    kind == LM_ATOMIC_COMPARE ? (const char *)payload + (plen - bytes)
+		                              : NULL,
+		    kind != LM_ATOMIC_BASE ? ep->scratch : NULL, h->size);
+	if (!ret) {
+		struct lm_cntr *c =
+		    ep->cntr[op == FI_ATOMIC_READ ? LM_CNTR_RREAD : LM_CNTR_RWRITE];
+
+		if (c)
+			lm_cntr_inc(c);
+	}
+answer:
+	a.rreq = (uint64_t)-ret;
+	a.len = !ret && kind != LM_ATOMIC_BASE ? (uint32_t)bytes : 0;
+	lm_rdm_ctl_send(ep, peer, &a, ep->scratch, a.len);
+}
+
+static void atomic_done(struct lm_rdm_ep *ep, const struct lm_rdm_hdr *h,
+                        const void *payload, size_t plen)
+{
+	struct lm_rdm_tx *tx = lm_rdm_tx_lookup(ep, h->sreq);
+	int err;
+
+	if (!tx || tx->op != LM_OP_ATOMIC || tx->state != LM_TX_WAIT)
+		return;
+	err = h->rreq > 0 && h->rreq < 0x10000 ? (int)h->rreq : 0;
+	if (!err && tx->result) {
+		struct iovec res[LM_IOV_LIMIT];
+
+		if (plen != tx->len) {
+			err = FI_EIO; /* a malformed answer: report, do not guess */
+		} else {
+			memcpy(res, tx->result, tx->result_len * sizeof(*res));
+			lm_copy_to_iov(res, tx->result_len, 0, payload, plen);
+		}
+	}
+	lm_rdm_tx_done(ep, tx, err);
+}
 
 void lm_rdm_atomic_recv(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
                         const struct lm_rdm_hdr *h, const void *payload, size_t plen)
 {
-	(void)ep, (void)peer, (void)h, (void)payload, (void)plen;
+	if (h->op == LM_OP_ATOMIC)
+		atomic_exec(ep, peer, h, payload, plen);
+	else
+		atomic_done(ep, h, payload, plen);
 }
 
-static ssize_t no_write(struct fid_ep *ep, const void *buf, size_t count, void *desc,
-                        fi_addr_t dest, uint64_t addr, uint64_t key, enum fi_datatype dt,
-                        enum fi_op op, void *context)
+/* ---- initiator side ------------------------------------------------------ */
+
+struct atomic_args {
+	const struct fi_ioc *iov, *cmp;
+	struct fi_ioc *res;
+	size_t count, cmp_count, res_count;
+	fi_addr_t dest;
+	uint64_t addr, key;
+	enum fi_datatype dt;
+	enum fi_op op;
+	uint64_t flags;
+	void *context;
+	bool inject_call;
+};
+
+/* Element total of an ioc vector, as bytes of sz; the vector as iovecs. */
+static size_t ioc_to_iov(const struct fi_ioc *ioc, size_t n, size_t sz, struct iovec *out)
 {
-	(void)ep, (void)buf, (void)count, (void)desc, (void)dest, (void)addr, (void)key,
-	    (void)dt, (void)op, (void)context;
-	return -FI_ENOSYS;
+	size_t total = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		out[i].iov_base = ioc[i].addr;
+		out[i].iov_len = ioc[i].count * sz;
+		total += ioc[i].count;
+	}
+	return total;
 }
 
-static ssize_t no_writev(struct fid_ep *ep, const struct fi_ioc *iov, void **desc,
-                         size_t count, fi_addr_t dest, uint64_t addr, uint64_t key,
-                         enum fi_datatype dt, enum fi_op op, void *context)
+static ssize_t atomic_post(struct lm_rdm_ctx *ctx, enum lm_atomic_kind kind,
+                           const struct atomic_args *a)
 {
-	(void)ep, (void)iov, (void)desc, (void)count, (void)dest, (void)addr, (void)key,
-	    (void)dt, (void)op, (void)context;
-	return -FI_ENOSYS;
+	struct lm_rdm_ep *ep = ctx->ep;
+	struct iovec ops[LM_IOV_LIMIT], cmps[LM_IOV_LIMIT], res[LM_IOV_LIMIT];
+	struct lm_rdm_hdr h = {.version = LM_RDM_WIRE_VERSION, .op = LM_OP_ATOMIC};
+	size_t sz = lm_datatype_size(a->dt), nelem, bytes, plen, off;
+	bool send_ops = a->op != FI_ATOMIC_READ, copy;
+	struct lm_rdm_peer *peer;
+	struct lm_rdm_tx *tx;
+	ssize_t ret = 0;
+
+	if (a->count > LM_IOV_LIMIT || a->cmp_count > LM_IOV_LIMIT ||
+	    a->res_count > LM_IOV_LIMIT || (a->count && !a->iov) ||
+	    (a->cmp_count && !a->cmp) || (a->res_count && !a->res))
+		return -FI_EINVAL;
+	if ((unsigned)a->dt > 0xff || (unsigned)a->op > 0xff ||
+	    !lm_atomic_valid(a->dt, a->op, kind))
+		return -FI_EOPNOTSUPP;
+	nelem = ioc_to_iov(a->iov, a->count, sz, ops);
+	if (nelem > lm_rdm_atomic_max(ep, a->dt, kind == LM_ATOMIC_COMPARE))
+		return -FI_EMSGSIZE;
+	bytes = nelem * sz;
+	if (kind == LM_ATOMIC_COMPARE &&
+	    ioc_to_iov(a->cmp, a->cmp_count, sz, cmps) != nelem)
+		return -FI_EINVAL;
+	if (kind != LM_ATOMIC_BASE && ioc_to_iov(a->res, a->res_count, sz, res) != nelem)
+		return -FI_EINVAL;
+	plen = (send_ops ? bytes : 0) + (kind == LM_ATOMIC_COMPARE ? bytes : 0);
+	off = kind == LM_ATOMIC_BASE ? 0 : RES_AREA;
+	/* Operands are copied for FI_INJECT, or when operand and compare
+	 * vectors together are longer than a request holds. */
+	copy =
+	    (a->flags & FI_INJECT) ||
+	    (send_ops ? a->count : 0) + (kind == LM_ATOMIC_COMPARE ? a->cmp_count : 0) >
+	        LM_IOV_LIMIT;
+	if (copy && plen > ep->inject_size - LM_MIN(off, ep->inject_size))
+		return (a->flags & FI_INJECT) ? -FI_EMSGSIZE : -FI_EINVAL;
+	if (off > ep->inject_size)
+		return -FI_EINVAL;
+
+	lm_lock_acquire(&ep->lock);
+	if (!ep->enabled) {
+		ret = -FI_EOPBADSTATE;
+		goto out;
+	}
+	peer = lm_rdm_peer_by_fiaddr(ep, a->dest);
+	if (!peer) {
+		ret = -FI_EINVAL;
+		goto out;
+	}
+	if (!lm_list_empty(&ep->tx_queue))
+		lm_rdm_tx_flush(ep);
+	tx = lm_rdm_tx_alloc(ep);
+	if (!tx) {
+		ret = -FI_EAGAIN;
+		goto out;
+	}
+	tx->peer = peer;
+	tx->context = a->context;
+	tx->report = ep->tx_cq && !a->inject_call &&
+	             (!ep->tx_selective || (a->flags & FI_COMPLETION));
+	tx->cntr = ep->cntr[kind == LM_ATOMIC_BASE ? LM_CNTR_WRITE : LM_CNTR_READ];
+	tx->cq_flags = FI_ATOMIC | (kind == LM_ATOMIC_BASE ? FI_WRITE : FI_READ);
+	tx->len = bytes;
+	tx->op = LM_OP_ATOMIC;
+	tx->iov_count = 0;
+	if (kind != LM_ATOMIC_BASE) {
+		memcpy(tx->inject, res, a->res_count * sizeof(*res));
+		tx->result = tx->inject;
+		tx->result_len = a->res_count;
+	}
+	if (copy) {
+		size_t at = off;
+
+		if (send_ops)
+			at += lm_copy_from_iov(tx->inject + at, ops, a->count, 0, bytes);
+		if (kind == LM_ATOMIC_COMPARE)
+			lm_copy_from_iov(tx->inject + at, cmps, a->cmp_count, 0, bytes);
+		tx->iov[0].iov_base = tx->inject + off;
+		tx->iov[0].iov_len = plen;
+		tx->iov_count = 1;
+	} else {
+		if (send_ops) {
+			memcpy(tx->iov, ops, a->count * sizeof(*ops));
+			tx->iov_count = a->count;
+		}
+		if (kind == LM_ATOMIC_COMPARE) {
+			memcpy(tx->iov + tx->iov_count, cmps,
+			       a->cmp_count * sizeof(*cmps));
+			tx->iov_count += a->cmp_count;
+		}
+	}
+	h.len = (uint32_t)plen;
+	h.flags = kind == LM_ATOMIC_COMPARE ? LM_HF_FETCH | LM_HF_COMPARE
+	          : kind == LM_ATOMIC_FETCH ? LM_HF_FETCH
+	                                    : 0;
+	h.size = nelem;
+	h.tag = (uint64_t)a->op << 8 | (uint64_t)a->dt;
+	h.addr = a->addr;
+	h.key = a->key;
+	h.sreq = lm_rdm_tx_handle(tx);
+	tx->hdr = h;
+	ret = lm_rdm_tx_start(ep, tx);
+out:
+	lm_lock_release(&ep->lock);
+	return ret;
 }
 
-static ssize_t no_writemsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
-                           uint64_t flags)
+#define CTX(fid) (lm_container_of(fid, struct lm_rdm_ctx, ep_fid))
+
+static ssize_t rdm_atomic(struct fid_ep *fid, const void *buf, size_t count, void *desc,
+                          fi_addr_t dest, uint64_t addr, uint64_t key,
+                          enum fi_datatype dt, enum fi_op op, void *context)
 {
-	(void)ep, (void)msg, (void)flags;
-	return -FI_ENOSYS;
+	struct fi_ioc ioc = {(void *)buf, count};
+	struct atomic_args a = {.iov = &ioc,
+	                        .count = 1,
+	                        .dest = dest,
+	                        .addr = addr,
+	                        .key = key,
+	                        .dt = dt,
+	                        .op = op,
+	                        .flags = CTX(fid)->tx_flags,
+	                        .context = context};
+
+	(void)desc;
+	return atomic_post(CTX(fid), LM_ATOMIC_BASE, &a);
 }
 
-static ssize_t no_inject(struct fid_ep *ep, const void *buf, size_t count, fi_addr_t dest,
-                         uint64_t addr, uint64_t key, enum fi_datatype dt, enum fi_op op)
+static ssize_t rdm_atomicv(struct fid_ep *fid, const struct fi_ioc *iov, void **desc,
+                           size_t count, fi_addr_t dest, uint64_t addr, uint64_t key,
+                           enum fi_datatype dt, enum fi_op op, void *context)
 {
-	(void)ep, (void)buf, (void)count, (void)dest, (void)addr, (void)key, (void)dt,
-	    (void)op;
-	return -FI_ENOSYS;
+	struct atomic_args a = {.iov = iov,
+	                        .count = count,
+	                        .dest = dest,
+	                        .addr = addr,
+	                        .key = key,
+	                        .dt = dt,
+	                        .op = op,
+	                        .flags = CTX(fid)->tx_flags,
+	                        .context = context};
+
+	(void)desc;
+	return atomic_post(CTX(fid), LM_ATOMIC_BASE, &a);
 }
 
-static ssize_t no_readwrite(struct fid_ep *ep, const void *buf, size_t count, void *desc,
-                            void *result, void *result_desc, fi_addr_t dest,
-                            uint64_t addr, uint64_t key, enum fi_datatype dt,
-                            enum fi_op op, void *context)
+/* fi_msg_atomic: loom's rma_iov_limit is 1. */
+static int msg_args(const struct fi_msg_atomic *msg, uint64_t flags,
+                    struct atomic_args *a)
 {
-	(void)ep, (void)buf, (void)count, (void)desc, (void)result, (void)result_desc,
-	    (void)dest, (void)addr, (void)key, (void)dt, (void)op, (void)context;
-	return -FI_ENOSYS;
+	if (!msg || msg->rma_iov_count != 1 || !msg->rma_iov)
+		return -FI_EINVAL;
+	a->iov = msg->msg_iov;
+	a->count = msg->iov_count;
+	a->dest = msg->addr;
+	a->addr = msg->rma_iov[0].addr;
+	a->key = msg->rma_iov[0].key;
+	a->dt = msg->datatype;
+	a->op = msg->op;
+	a->flags = flags;
+	a->context = msg->context;
+	return 0;
 }
 
-static ssize_t no_readwritev(struct fid_ep *ep, const struct fi_ioc *iov, void **desc,
-                             size_t count, struct fi_ioc *resultv, void **result_desc,
-                             size_t result_count, fi_addr_t dest, uint64_t addr,
-                             uint64_t key, enum fi_datatype dt, enum fi_op op,
-                             void *context)
+static ssize_t rdm_atomicmsg(struct fid_ep *fid, const struct fi_msg_atomic *msg,
+                             uint64_t flags)
 {
-	(void)ep, (void)iov, (void)desc, (void)count, (void)resultv, (void)result_desc,
-	    (void)result_count, (void)dest, (void)addr, (void)key, (void)dt, (void)op,
-	    (void)context;
-	return -FI_ENOSYS;
+	struct atomic_args a = {0};
+	int ret = msg_args(msg, flags, &a);
+
+	return ret ? ret : atomic_post(CTX(fid), LM_ATOMIC_BASE, &a);
 }
 
-static ssize_t no_readwritemsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
-                               struct fi_ioc *resultv, void **result_desc,
-                               size_t result_count, uint64_t flags)
+static ssize_t rdm_inject_atomic(struct fid_ep *fid, const void *buf, size_t count,
+                                 fi_addr_t dest, uint64_t addr, uint64_t key,
+                                 enum fi_datatype dt, enum fi_op op)
 {
-	(void)ep, (void)msg, (void)resultv, (void)result_desc, (void)result_count,
-	    (void)flags;
-	return -FI_ENOSYS;
+	struct fi_ioc ioc = {(void *)buf, count};
+	struct atomic_args a = {.iov = &ioc,
+	                        .count = 1,
+	                        .dest = dest,
+	                        .addr = addr,
+	                        .key = key,
+	                        .dt = dt,
+	                        .op = op,
+	                        .flags = FI_INJECT,
+	                        .inject_call = true};
+
+	return atomic_post(CTX(fid), LM_ATOMIC_BASE, &a);
 }
 
-static ssize_t no_compwrite(struct fid_ep *ep, const void *buf, size_t count, void *desc,
-                            const void *compare, void *compare_desc, void *result,
-                            void *result_desc, fi_addr_t dest, uint64_t addr,
+static ssize_t rdm_fetch(struct fid_ep *fid, const void *buf, size_t count, void *desc,
+                         void *result, void *result_desc, fi_addr_t dest, uint64_t addr,
+                         uint64_t key, enum fi_datatype dt, enum fi_op op, void *context)
+{
+	struct fi_ioc ioc = {(void *)buf, count}, res = {result, count};
+	struct atomic_args a = {.iov = &ioc,
+	                        .count = 1,
+	                        .res = &res,
+	                        .res_count = 1,
+	                        .dest = dest,
+	                        .addr = addr,
+	                        .key = key,
+	                        .dt = dt,
+	                        .op = op,
+	                        .flags = CTX(fid)->tx_flags,
+	                        .context = context};
+
+	(void)desc, (void)result_desc;
+	return atomic_post(CTX(fid), LM_ATOMIC_FETCH, &a);
+}
+
+static ssize_t rdm_fetchv(struct fid_ep *fid, const struct fi_ioc *iov, void **desc,
+                          size_t count, struct fi_ioc *resultv, void **result_desc,
+                          size_t result_count, fi_addr_t dest, uint64_t addr,
+                          uint64_t key, enum fi_datatype dt, enum fi_op op, void *context)
+{
+	struct atomic_args a = {.iov = iov,
+	                        .count = count,
+	                        .res = resultv,
+	                        .res_count = result_count,
+	                        .dest = dest,
+	                        .addr = addr,
+	                        .key = key,
+	                        .dt = dt,
+	                        .op = op,
+	                        .flags = CTX(fid)->tx_flags,
+	                        .context = context};
+
+	(void)desc, (void)result_desc;
+	return atomic_post(CTX(fid), LM_ATOMIC_FETCH, &a);
+}
+
+static ssize_t rdm_fetchmsg(struct fid_ep *fid, const struct fi_msg_atomic *msg,
+                            struct fi_ioc *resultv, void **result_desc,
+                            size_t result_count, uint64_t flags)
+{
+	struct atomic_args a = {0};
+	int ret = msg_args(msg, flags, &a);
+
+	(void)result_desc;
+	if (ret)
+		return ret;
+	a.res = resultv;
+	a.res_count = result_count;
+	return atomic_post(CTX(fid), LM_ATOMIC_FETCH, &a);
+}
+
+static ssize_t rdm_compare(struct fid_ep *fid, const void *buf, size_t count, void *desc,
+                           const void *compare, void *compare_desc, void *result,
+                           void *result_desc, fi_addr_t dest, uint64_t addr, uint64_t key,
+                           enum fi_datatype dt, enum fi_op op, void *context)
+{
+	struct fi_ioc ioc = {(void *)buf, count}, cmp = {(void *)compare, count},
+	              res = {result, count};
+	struct atomic_args a = {.iov = &ioc,
+	                        .count = 1,
+	                        .cmp = &cmp,
+	                        .cmp_count = 1,
+	                        .res = &res,
+	                        .res_count = 1,
+	                        .dest = dest,
+	                        .addr = addr,
+	                        .key = key,
+	                        .dt = dt,
+	                        .op = op,
+	                        .flags = CTX(fid)->tx_flags,
+	                        .context = context};
+
+	(void)desc, (void)compare_desc, (void)result_desc;
+	return atomic_post(CTX(fid), LM_ATOMIC_COMPARE, &a);
+}
+
+static ssize_t rdm_comparev(struct fid_ep *fid, const struct fi_ioc *iov, void **desc,
+                            size_t count, const struct fi_ioc *comparev,
+                            void **compare_desc, size_t compare_count,
+                            struct fi_ioc *resultv, void **result_desc,
+                            size_t result_count, fi_addr_t dest, uint64_t addr,
                             uint64_t key, enum fi_datatype dt, enum fi_op op,
                             void *context)
 {
-	(void)ep, (void)buf, (void)count, (void)desc, (void)compare, (void)compare_desc,
-	    (void)result, (void)result_desc, (void)dest, (void)addr, (void)key, (void)dt,
-	    (void)op, (void)context;
-	return -FI_ENOSYS;
+	struct atomic_args a = {.iov = iov,
+	                        .count = count,
+	                        .cmp = comparev,
+	                        .cmp_count = compare_count,
+	                        .res = resultv,
+	                        .res_count = result_count,
+	                        .dest = dest,
+	                        .addr = addr,
+	                        .key = key,
+	                        .dt = dt,
+	                        .op = op,
+	                        .flags = CTX(fid)->tx_flags,
+	                        .context = context};
+
+	(void)desc, (void)compare_desc, (void)result_desc;
+	return atomic_post(CTX(fid), LM_ATOMIC_COMPARE, &a);
 }
 
-static ssize_t no_compwritev(struct fid_ep *ep, const struct fi_ioc *iov, void **desc,
-                             size_t count, const struct fi_ioc *comparev,
-                             void **compare_desc, size_t compare_count,
-                             struct fi_ioc *resultv, void **result_desc,
-                             size_t result_count, fi_addr_t dest, uint64_t addr,
-                             uint64_t key, enum fi_datatype dt, enum fi_op op,
-                             void *context)
+static ssize_t rdm_comparemsg(struct fid_ep *fid, const struct fi_msg_atomic *msg,
+                              const struct fi_ioc *comparev, void **compare_desc,
+                              size_t compare_count, struct fi_ioc *resultv,
+                              void **result_desc, size_t result_count, uint64_t flags)
 {
-	(void)ep, (void)iov, (void)desc, (void)count, (void)comparev, (void)compare_desc,
-	    (void)compare_count, (void)resultv, (void)result_desc, (void)result_count,
-	    (void)dest, (void)addr, (void)key, (void)dt, (void)op, (void)context;
-	return -FI_ENOSYS;
+	struct atomic_args a = {0};
+	int ret = msg_args(msg, flags, &a);
+
+	(void)compare_desc, (void)result_desc;
+	if (ret)
+		return ret;
+	a.cmp = comparev;
+	a.cmp_count = compare_count;
+	a.res = resultv;
+	a.res_count = result_count;
+	return atomic_post(CTX(fid), LM_ATOMIC_COMPARE, &a);
 }
 
-static ssize_t no_compwritemsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
-                               const struct fi_ioc *comparev, void **compare_desc,
-                               size_t compare_count, struct fi_ioc *resultv,
-                               void **result_desc, size_t result_count, uint64_t flags)
+static int valid(struct fid_ep *fid, enum fi_datatype dt, enum fi_op op, size_t *count,
+                 enum lm_atomic_kind kind)
 {
-	(void)ep, (void)msg, (void)comparev, (void)compare_desc, (void)compare_count,
-	    (void)resultv, (void)result_desc, (void)result_count, (void)flags;
-	return -FI_ENOSYS;
+	if (!count)
+		return -FI_EINVAL;
+	if (!lm_atomic_valid(dt, op, kind)) {
+		*count = 0;
+		return -FI_EOPNOTSUPP;
+	}
+	*count = lm_rdm_atomic_max(lm_rdm_ep_of(fid), dt, kind == LM_ATOMIC_COMPARE);
+	return 0;
 }
 
-static int no_valid(struct fid_ep *ep, enum fi_datatype dt, enum fi_op op, size_t *count)
+static int rdm_writevalid(struct fid_ep *fid, enum fi_datatype dt, enum fi_op op,
+                          size_t *count)
 {
-	(void)ep, (void)dt, (void)op, (void)count;
-	return -FI_EOPNOTSUPP;
+	return valid(fid, dt, op, count, LM_ATOMIC_BASE);
+}
+
+static int rdm_fetchvalid(struct fid_ep *fid, enum fi_datatype dt, enum fi_op op,
+                          size_t *count)
+{
+	return valid(fid, dt, op, count, LM_ATOMIC_FETCH);
+}
+
+static int rdm_comparevalid(struct fid_ep *fid, enum fi_datatype dt, enum fi_op op,
+                            size_t *count)
+{
+	return valid(fid, dt, op, count, LM_ATOMIC_COMPARE);
 }
 
 const struct fi_ops_atomic lm_rdm_atomic_ops = {
     .size = sizeof(struct fi_ops_atomic),
-    .write = no_write,
-    .writev = no_writev,
-    .writemsg = no_writemsg,
-    .inject = no_inject,
-    .readwrite = no_readwrite,
-    .readwritev = no_readwritev,
-    .readwritemsg = no_readwritemsg,
-    .compwrite = no_compwrite,
-    .compwritev = no_compwritev,
-    .compwritemsg = no_compwritemsg,
-    .writevalid = no_valid,
-    .readwritevalid = no_valid,
-    .compwritevalid = no_valid,
+    .write = rdm_atomic,
+    .writev = rdm_atomicv,
+    .writemsg = rdm_atomicmsg,
+    .inject = rdm_inject_atomic,
+    .readwrite = rdm_fetch,
+    .readwritev = rdm_fetchv,
+    .readwritemsg = rdm_fetchmsg,
+    .compwrite = rdm_compare,
+    .compwritev = rdm_comparev,
+    .compwritemsg = rdm_comparemsg,
+    .writevalid = rdm_writevalid,
+    .readwritevalid = rdm_fetchvalid,
+    .compwritevalid = rdm_comparevalid,
 };

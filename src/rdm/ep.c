@@ -378,6 +378,7 @@ static void ep_free(struct lm_rdm_ep *ep)
 	lm_info_free(ep->info);
 	lm_lock_fini(&ep->lock);
 	free(ep->name);
+	free(ep->scratch);
 	free(ep);
 }
 
@@ -607,6 +608,12 @@ static int link_open(struct lm_rdm_ep *ep, const void *name)
 
 	if (ret)
 		return ret;
+	free(ep->scratch);
+	ep->scratch = malloc(link->max_payload);
+	if (!ep->scratch) {
+		link->ops->close(link);
+		return -FI_ENOMEM;
+	}
 	ep->link = link;
 	ep->eager_max = ep->dom->eager_max ? LM_MIN(ep->dom->eager_max, link->max_payload)
 	                                   : link->max_payload;

@@ -32,7 +32,8 @@ struct lm_link_attr {
 };
 
 /* Capabilities a link reports after open. */
-#define LM_LINK_BULK_READ (1u << 0) /* bulk_read copies from peer memory */
+#define LM_LINK_BULK_READ  (1u << 0) /* bulk_read copies from peer memory */
+#define LM_LINK_BULK_WRITE (1u << 1) /* bulk_write copies into peer memory */
 
 /* The common head of every link instance (one per endpoint); the link's
  * own state follows it. */
@@ -80,12 +81,23 @@ struct lm_link_ops {
 	void (*arm)(struct lm_link *link);
 	void (*disarm)(struct lm_link *link);
 
+	/* Optional: while armed, make fd readable after ms milliseconds even
+	 * if no packet comes, for an engine that must look again by itself
+	 * (room freed in a full peer, a peer that died).  Cleared by disarm. */
+	void (*wake_after)(struct lm_link *link, int ms);
+
 	/* Optional (NULL or -FI_ENOSYS): copy remote[] of the peer's memory
 	 * into local[].  Returns bytes copied or a negative error; an error
 	 * other than -FI_EIO means "use packets instead". */
 	ssize_t (*bulk_read)(struct lm_link *link, struct lm_link_peer *peer,
 	                     const struct iovec *local, size_t local_count,
 	                     const struct iovec *remote, size_t remote_count);
+
+	/* Optional, as bulk_read: copy local[] into remote[] of the peer's
+	 * memory (RMA reads answered by the target). */
+	ssize_t (*bulk_write)(struct lm_link *link, struct lm_link_peer *peer,
+	                      const struct iovec *local, size_t local_count,
+	                      const struct iovec *remote, size_t remote_count);
 
 	/* false once the peer is known to be gone for good. */
 	bool (*peer_alive)(struct lm_link *link, struct lm_link_peer *peer);

@@ -113,8 +113,9 @@ static int loop_open(void *ctx, const struct lm_link_attr *attr, const void *nam
 	l->link.ops = &lm_loop_link_ops;
 	l->link.max_payload = LOOP_MAX_PAYLOAD;
 	l->link.inline_max = 128;
-	l->link.caps =
-	    attr->no_bulk || atomic_load(&loop_bulk_off) ? 0 : LM_LINK_BULK_READ;
+	l->link.caps = attr->no_bulk || atomic_load(&loop_bulk_off)
+	                   ? 0
+	                   : LM_LINK_BULK_READ | LM_LINK_BULK_WRITE;
 	l->link.addr = &l->id;
 	pthread_mutex_lock(&reg_lock);
 	if (name) {
@@ -271,10 +272,10 @@ static void loop_disarm(struct lm_link *link)
 }
 
 /* Same process: the "peer's memory" is ours, so this is memcpy.  Ranges
- * are the sender's posted buffers, as with process_vm_readv. */
-static ssize_t loop_bulk_read(struct lm_link *link, struct lm_link_peer *peer,
+ * are the sender's posted buffers, as with process_vm_readv/writev. */
+static ssize_t loop_bulk_copy(struct lm_link *link, struct lm_link_peer *peer,
                               const struct iovec *local, size_t local_count,
-                              const struct iovec *remote, size_t remote_count)
+                              const struct iovec *remote, size_t remote_count, bool write)
 {
 	size_t li = 0, loff = 0, done = 0;
 	bool alive;
@@ -293,8 +294,12 @@ static ssize_t loop_bulk_read(struct lm_link *link, struct lm_link_peer *peer,
 			size_t n =
 			    LM_MIN(remote[ri].iov_len - roff, local[li].iov_len - loff);
 
-			memcpy((char *)local[li].iov_base + loff,
-			       (char *)remote[ri].iov_base + roff, n);
+			if (write)
+				memcpy((char *)remote[ri].iov_base + roff,
+				       (char *)local[li].iov_base + loff, n);
+			else
+				memcpy((char *)local[li].iov_base + loff,
+				       (char *)remote[ri].iov_base + roff, n);
 			roff += n;
 			loff += n;
 			done += n;
@@ -305,6 +310,21 @@ static ssize_t loop_bulk_read(struct lm_link *link, struct lm_link_peer *peer,
 		}
 	}
 	return (ssize_t)done;
+}
+
+static ssize_t loop_bulk_read(struct lm_link *link, struct lm_link_peer *peer,
+                              const struct iovec *local, size_t local_count,
+                              const struct iovec *remote, size_t remote_count)
+{
+	return loop_bulk_copy(link, peer, local, local_count, remote, remote_count,
+	                      false);
+}
+
+static ssize_t loop_bulk_write(struct lm_link *link, struct lm_link_peer *peer,
+                               const struct iovec *local, size_t local_count,
+                               const struct iovec *remote, size_t remote_count)
+{
+	return loop_bulk_copy(link, peer, local, local_count, remote, remote_count, true);
 }
 
 static bool loop_peer_alive(struct lm_link *link, struct lm_link_peer *peer)
@@ -332,5 +352,6 @@ const struct lm_link_ops lm_loop_link_ops = {
     .arm = loop_arm,
     .disarm = loop_disarm,
     .bulk_read = loop_bulk_read,
+    .bulk_write = loop_bulk_write,
     .peer_alive = loop_peer_alive,
 };

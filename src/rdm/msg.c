@@ -101,7 +101,9 @@ static void deliver_eager(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx, fi_addr_t 
 
 	lm_copy_to_iov(iov, n, 0, payload, len);
 	if (rx->e.flags & FI_MULTI_RECV) {
-		if (released)
+		/* The release is announced by the buffer's last completion:
+		 * not while a rendezvous still lands in it. */
+		if (released && !rx->busy)
 			extra |= FI_MULTI_RECV;
 		rx_report(ep, rx, len, data, tag, src, extra);
 		multi_after(ep, rx, released, queued);
@@ -147,10 +149,15 @@ static void rndv_finish(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r, int err)
 {
 	struct lm_rdm_rx *rx = r->rx;
 
-	if (rx) {
+	if (r->rma)
+		lm_rdm_rma_rndv_done(ep, r, err);
+	else if (rx) {
 		if (rx->e.flags & FI_MULTI_RECV) {
 			rx->e.last_off = r->off;
 			rx->e.last_len = r->place_len;
+			/* The last placement into a released buffer. */
+			if (rx->released && rx->busy == 1)
+				r->extra_flags |= FI_MULTI_RECV;
 		}
 		if (err) {
 			char name[256];
@@ -158,7 +165,8 @@ static void rndv_finish(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r, int err)
 			struct fi_cq_err_entry e = {
 			    .op_context = rx->e.context,
 			    .flags =
-			        FI_RECV | (rx->e.flags & FI_TAGGED ? FI_TAGGED : FI_MSG),
+			        FI_RECV | (rx->e.flags & FI_TAGGED ? FI_TAGGED : FI_MSG) |
+			        (r->extra_flags & FI_MULTI_RECV),
 			    .tag = r->tag,
 			    .err = err,
 			    .prov_errno = err,
@@ -192,6 +200,29 @@ void lm_rdm_rndv_fail(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r, int err)
 	rndv_finish(ep, r, err);
 }
 
+struct lm_rdm_rndv *lm_rdm_rndv_pull(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
+                                     uint64_t sreq, uint64_t size,
+                                     const struct iovec *iov, size_t iov_count)
+{
+	struct lm_rdm_rndv *r = rndv_alloc(ep);
+
+	if (!r)
+		return NULL;
+	memset(&r->rx, 0, sizeof(*r) - offsetof(struct lm_rdm_rndv, rx));
+	r->rma = true;
+	r->peer = peer;
+	r->src = FI_ADDR_NOTAVAIL;
+	r->sreq = sreq;
+	r->size = size;
+	memcpy(r->iov, iov, iov_count * sizeof(*iov));
+	r->iov_count = iov_count;
+	r->cap = size;
+	r->start_ms = lm_now_ms();
+	lm_list_push_back(&ep->rndv_active, &r->node);
+	send_answer(ep, peer, LM_OP_CTS, sreq, rndv_handle(ep, r));
+	return r;
+}
+
 /* A matched RTS: read the sender's buffer in one copy when the link can,
  * else ask for the data with CTS. */
 static void rndv_start(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx,
@@ -222,6 +253,7 @@ static void rndv_start(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx,
 			lm_rdm_rx_free(ep, rx);
 		return;
 	}
+	r->rma = false;
 	r->rx = rx;
 	r->peer = peer;
 	r->src = src;
@@ -238,11 +270,8 @@ static void rndv_start(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx,
 	r->place_len = rx->e.last_len;
 	r->extra_flags = hflags & LM_HF_CQ_DATA ? FI_REMOTE_CQ_DATA : 0;
 	rx->busy++;
-	if (rx->e.flags & FI_MULTI_RECV) {
-		if (released)
-			r->extra_flags |= FI_MULTI_RECV;
-		multi_after(ep, rx, released, queued);
-	}
+	if (rx->e.flags & FI_MULTI_RECV)
+		multi_after(ep, rx, released, queued); /* rndv_finish announces it */
 
 	if ((hflags & LM_HF_BULK) && ep->bulk && !peer->bulk_broken &&
 	    ep->link->ops->bulk_read && rts->iov_count <= LM_IOV_LIMIT) {
@@ -522,8 +551,14 @@ static ssize_t post_recv(struct lm_rdm_ep *ep, const struct iovec *iov, void **d
 	rx->busy++;
 	while (!rx->released && (u = lm_match_post(m, &rx->e)))
 		deliver_unexp(ep, rx, u->payload, false);
-	if (!--rx->busy && rx->released)
+	if (!--rx->busy && rx->released) {
+		/* Used up by queued messages, whose completions went out
+		 * while busy held it: announce the release on its own. */
+		if (ep->rx_cq)
+			lm_cq_write(ep->rx_cq, rx->e.context, FI_MULTI_RECV, 0, NULL, 0, 0,
+			            FI_ADDR_NOTAVAIL);
 		lm_rdm_rx_free(ep, rx);
+	}
 out:
 	lm_lock_release(&ep->lock);
 	return ret;

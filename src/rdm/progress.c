@@ -10,6 +10,7 @@
 
 #define POLL_BUDGET       64
 #define LIVENESS_MS       100
+#define ROOM_MS           1 /* a sleeper waiting for room in a peer's queue */
 #define LM_PROV_PEER_GONE 0x10001 /* prov_errno: err_data names the peer */
 
 /* ---- requests ------------------------------------------------------------ */
@@ -87,6 +88,8 @@ void lm_rdm_report_tx(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx, int err)
 	                       ? ep->tx_cq
 	                       : ep->rx_cq;
 
+	if (!tx->cq_flags)
+		return; /* the engine's own (a target streaming READ_RESP) */
 	if (!err) {
 		if (tx->cntr)
 			lm_cntr_inc(tx->cntr);
@@ -216,7 +219,8 @@ static ssize_t tx_push(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
 	case LM_OP_DATA:
 	case LM_OP_WRITE:
 		return tx_stream(ep, tx);
-	case LM_OP_RTS: {
+	case LM_OP_RTS:
+	case LM_OP_READ_REQ: {
 		struct lm_rdm_rts rts = {.iov_count = tx->iov_count};
 
 		for (size_t i = 0; i < tx->iov_count; i++) {
@@ -238,7 +242,8 @@ static ssize_t tx_push(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
 static void tx_sent(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
 {
 	lm_list_remove(&tx->node);
-	if (tx->op == LM_OP_EAGER && !(tx->hdr.flags & LM_HF_ACK)) {
+	if ((tx->op == LM_OP_EAGER && !(tx->hdr.flags & LM_HF_ACK)) ||
+	    tx->op == LM_OP_READ_RESP) {
 		lm_rdm_tx_done(ep, tx, 0);
 		return;
 	}
@@ -353,7 +358,8 @@ static void on_fin(struct lm_rdm_ep *ep, const struct lm_rdm_hdr *h)
 {
 	struct lm_rdm_tx *tx = lm_rdm_tx_lookup(ep, h->sreq);
 
-	if (!tx || (tx->op != LM_OP_RTS && tx->op != LM_OP_DATA && tx->op != LM_OP_EAGER))
+	if (!tx || (tx->op != LM_OP_RTS && tx->op != LM_OP_DATA &&
+	            tx->op != LM_OP_EAGER && tx->op != LM_OP_READ_REQ))
 		return;
 	/* A FIN may overtake nothing but may arrive while DATA is still
 	 * queued (the receiver gave up): drop the rest. */
@@ -488,6 +494,16 @@ void lm_rdm_progress(struct lm_rdm_ep *ep, bool sleepy)
 			ep->link->ops->arm(ep->link);
 			ep->armed = true;
 			lm_rdm_progress_locked(ep);
+			/* Nobody rings for freed room or for a peer's death:
+			 * look again soon if either is awaited. */
+			if (ep->link->ops->wake_after) {
+				if (!lm_list_empty(&ep->tx_queue) ||
+				    !lm_list_empty(&ep->ctl_queue))
+					ep->link->ops->wake_after(ep->link, ROOM_MS);
+				else if (!lm_list_empty(&ep->tx_wait) ||
+				         !lm_list_empty(&ep->rndv_active))
+					ep->link->ops->wake_after(ep->link, LIVENESS_MS);
+			}
 		} else if (ep->armed) {
 			ep->link->ops->disarm(ep->link);
 			ep->armed = false;

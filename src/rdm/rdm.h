@@ -29,11 +29,25 @@
  *   eager:  S -EAGER(payload)-> R            [-ACK-> S for DELIVERY_COMPLETE]
  *   rndv:   S -RTS(iov list)-> R; R reads S's memory (bulk), R -FIN-> S
  *           or, without bulk: R -CTS-> S; S -DATA..DATA-> R; R -FIN-> S
- * RMA/atomics execute at the target; every one is answered (WRITE_ACK,
- * READ_RESP data, ATOMIC_RESP) so the initiator's completion means done.
+ * RMA and atomics (I = initiator, T = target) execute at T after T checked
+ * key, bounds and access (lm_mr_verify*); every one is answered, so I's
+ * completion means the data is in place (delivery complete).  A failed
+ * check is an answer with an error status and touches no memory.
+ *   write, small: I -WRITE(payload, addr, key, LAST)-> T; T -WRITE_ACK-> I
+ *   write, large: I -WRITE(RNDV, iov list)-> T; T reads I's memory (bulk),
+ *                 T -FIN-> I; or without bulk: T -CTS-> I; I -DATA..-> T;
+ *                 T -FIN-> I   (the message rendezvous' slots and packets)
+ *   read:         I -READ_REQ(iov list; BULK if T may write it)-> T; T
+ *                 writes I's memory (bulk), T -FIN-> I; or without bulk
+ *                 T -READ_RESP(data at byte offset addr)..-> I (I done
+ *                 when size bytes arrived); errors: T -FIN(status)-> I
+ *   atomic:       I -ATOMIC(operands [, compares])-> T; T -ATOMIC_RESP
+ *                 (status; old values for FETCH/COMPARE)-> I
+ * Answers carry a status (a positive FI_E* code, 0 for success) in rreq.
  * Request handles are (generation << 32 | slot): a stale or forged handle
- * names no live request and the packet is dropped. */
-#define LM_RDM_WIRE_VERSION 1
+ * names no live request and the packet is dropped.
+ * Version 2: RMA and atomics (version 1 peers dropped those packets). */
+#define LM_RDM_WIRE_VERSION 2
 
 enum {
 	LM_OP_EAGER = 1,
@@ -59,6 +73,7 @@ enum {
 #define LM_HF_LAST    0x0010 /* READ_RESP / WRITE: last piece */
 #define LM_HF_FETCH   0x0020 /* ATOMIC: return the old values */
 #define LM_HF_COMPARE 0x0040 /* ATOMIC: payload holds compare values after operands */
+#define LM_HF_RNDV    0x0080 /* WRITE: payload is the initiator's iov list */
 
 struct lm_rdm_hdr {
 	uint8_t version;
@@ -179,6 +194,7 @@ struct lm_rdm_rndv {
 	size_t off, place_len; /* multi-receive placement */
 	uint64_t extra_flags;
 	uint64_t start_ms;
+	bool rma; /* the target side of a streamed RMA write, not a message */
 };
 
 /* Payload kept for an unexpected message. */
@@ -248,7 +264,8 @@ struct lm_rdm_ep {
 	size_t eager_max;
 	size_t inject_size;
 	size_t min_multi_recv;
-	bool bulk; /* may offer RTS bulk reads */
+	bool bulk;              /* may offer RTS bulk reads */
+	unsigned char *scratch; /* link max_payload bytes: atomic results */
 
 	/* Requests: a fixed table (tx_attr size) so handles are checkable. */
 	struct lm_rdm_tx **tx;
@@ -329,6 +346,12 @@ void lm_rdm_rndv_data(struct lm_rdm_ep *ep, const struct lm_rdm_hdr *h,
 void lm_rdm_rndv_fail(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r, int err);
 void lm_rdm_unexp_free(struct lm_rdm_ep *ep, struct lm_rdm_unexp *x);
 void lm_rdm_rx_free(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx);
+/* Bring size bytes of the peer's buffers (rts) into iov by rendezvous:
+ * CTS/DATA through a rendezvous slot, finished by rndv_finish (which sends
+ * FIN to sreq and, for r->rma, calls lm_rdm_rma_rndv_done).  NULL: no slot. */
+struct lm_rdm_rndv *lm_rdm_rndv_pull(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
+                                     uint64_t sreq, uint64_t size,
+                                     const struct iovec *iov, size_t iov_count);
 ssize_t lm_rdm_cancel(struct lm_rdm_ep *ep, void *context);
 
 /* rma.c, atomic.c */
@@ -338,6 +361,13 @@ void lm_rdm_rma_recv(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
                      const struct lm_rdm_hdr *h, const void *payload, size_t plen);
 void lm_rdm_atomic_recv(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
                         const struct lm_rdm_hdr *h, const void *payload, size_t plen);
+/* A streamed RMA write finished at the target: counters, remote CQ data. */
+void lm_rdm_rma_rndv_done(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r, int err);
+/* The target-side events of a remote write of len bytes (err 0) or read. */
+void lm_rdm_rma_target_event(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer, bool write,
+                             uint16_t hflags, uint64_t data, size_t len);
+/* fi_atomic's message-size bound: elements of dt one call may carry. */
+size_t lm_rdm_atomic_max(struct lm_rdm_ep *ep, enum fi_datatype dt, bool compare);
 
 /* Post a completion for a finished tx (CQ entry or error, counter). */
 void lm_rdm_report_tx(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx, int err);

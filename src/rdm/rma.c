@@ -1,84 +1,418 @@
-/* rma.c - fi_read/fi_write over the engine.  Not written yet: every call
- * is -FI_ENOSYS (and providers do not advertise FI_RMA), and RMA packets
- * that arrive are dropped. */
+/* rma.c - fi_read / fi_write over the engine: the initiator's calls, and
+ * the target's side (key/bounds/access check, then inline copy, bulk copy
+ * or the message rendezvous' CTS/DATA stream; reads answered by bulk write
+ * or streamed READ_RESP packets).  Protocol: rdm.h. */
+#include <stdlib.h>
+#include <string.h>
+
 #include "rdm.h"
+
+/* ---- target side ------------------------------------------------------- */
+
+static void answer(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer, uint8_t op,
+                   uint64_t sreq, int status)
+{
+	struct lm_rdm_hdr h = {.version = LM_RDM_WIRE_VERSION,
+	                       .op = op,
+	                       .sreq = sreq,
+	                       .rreq = (uint64_t)status};
+
+	lm_rdm_ctl_send(ep, peer, &h, NULL, 0);
+}
+
+void lm_rdm_rma_target_event(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer, bool write,
+                             uint16_t hflags, uint64_t data, size_t len)
+{
+	struct lm_cntr *c = ep->cntr[write ? LM_CNTR_RWRITE : LM_CNTR_RREAD];
+
+	if (c)
+		lm_cntr_inc(c);
+	/* Remote CQ data is reported without consuming a posted receive: loom
+	 * never asks for the FI_RX_CQ_DATA mode (man fi_getinfo, fi_cq). */
+	if (write && (hflags & LM_HF_CQ_DATA) && ep->rx_cq)
+		lm_cq_write(ep->rx_cq, NULL, FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA,
+		            len, NULL, data, 0, lm_rdm_peer_fiaddr(ep, peer));
+}
+
+void lm_rdm_rma_rndv_done(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r, int err)
+{
+	if (!err)
+		lm_rdm_rma_target_event(ep, r->peer, true, r->hflags, r->data, r->size);
+}
+
+/* The initiator's buffers named by an iov-list payload, cut to size bytes.
+ * Returns the count, or 0 when the payload is malformed or too short. */
+static size_t remote_iov(const void *payload, size_t plen, uint64_t size,
+                         struct iovec *out)
+{
+	struct lm_rdm_rts rts;
+	size_t n = 0;
+
+	if (plen != sizeof(rts))
+		return 0;
+	memcpy(&rts, payload, sizeof(rts));
+	if (rts.iov_count > LM_IOV_LIMIT)
+		return 0;
+	out[0].iov_base = NULL; /* a zero-length transfer names one empty piece */
+	out[0].iov_len = 0;
+	for (size_t i = 0; i < rts.iov_count && size; i++) {
+		size_t take = LM_MIN(size, rts.iov[i].len);
+
+		out[n].iov_base = (void *)(uintptr_t)rts.iov[i].base;
+		out[n++].iov_len = take;
+		size -= take;
+	}
+	return size ? 0 : n ? n : 1;
+}
+
+static int verify(struct lm_rdm_ep *ep, const struct lm_rdm_hdr *h, uint64_t access,
+                  struct iovec *iov, size_t *n)
+{
+	*n = LM_IOV_LIMIT;
+	return lm_mr_verify_iov(&ep->dom->util, h->key, h->addr, h->size, access, iov, n);
+}
+
+static void on_write(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
+                     const struct lm_rdm_hdr *h, const void *payload, size_t plen)
+{
+	struct iovec iov[LM_IOV_LIMIT], remote[LM_IOV_LIMIT];
+	size_t n, rn;
+	int ret;
+
+	if (!(h->flags & LM_HF_RNDV)) {
+		ret = plen == h->size ? verify(ep, h, FI_REMOTE_WRITE, iov, &n)
+		                      : -FI_EINVAL;
+		if (!ret) {
+			lm_copy_to_iov(iov, n, 0, payload, plen);
+			lm_rdm_rma_target_event(ep, peer, true, h->flags, h->data, plen);
+		}
+		answer(ep, peer, LM_OP_WRITE_ACK, h->sreq, -ret);
+		return;
+	}
+	rn = remote_iov(payload, plen, h->size, remote);
+	ret = rn ? verify(ep, h, FI_REMOTE_WRITE, iov, &n) : -FI_EINVAL;
+	if (ret) {
+		answer(ep, peer, LM_OP_FIN, h->sreq, -ret);
+		return;
+	}
+	if ((h->flags & LM_HF_BULK) && ep->bulk && !peer->bulk_broken &&
+	    ep->link->ops->bulk_read) {
+		ssize_t got =
+		    ep->link->ops->bulk_read(ep->link, peer->lp, iov, n, remote, rn);
+
+		if (got == (ssize_t)h->size) {
+			lm_rdm_rma_target_event(ep, peer, true, h->flags, h->data,
+			                        h->size);
+			answer(ep, peer, LM_OP_FIN, h->sreq, 0);
+			return;
+		}
+		if (got == -FI_EIO)
+			return; /* the initiator is gone */
+		LM_INFO(ep->dom->util.fabric->prov, FI_LOG_EP_DATA,
+		        "bulk read failed (%zd); falling back to copies\n", got);
+		peer->bulk_broken = true;
+	}
+	{
+		struct lm_rdm_rndv *r =
+		    lm_rdm_rndv_pull(ep, peer, h->sreq, h->size, iov, n);
+
+		if (!r) {
+			answer(ep, peer, LM_OP_FIN, h->sreq, FI_EAGAIN);
+			return;
+		}
+		r->hflags = h->flags;
+		r->data = h->data;
+	}
+}
+
+static void on_read_req(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
+                        const struct lm_rdm_hdr *h, const void *payload, size_t plen)
+{
+	struct iovec iov[LM_IOV_LIMIT], remote[LM_IOV_LIMIT];
+	size_t n, rn = remote_iov(payload, plen, h->size, remote);
+	int ret = rn ? verify(ep, h, FI_REMOTE_READ, iov, &n) : -FI_EINVAL;
+	struct lm_rdm_tx *tx;
+
+	if (ret) {
+		answer(ep, peer, LM_OP_FIN, h->sreq, -ret);
+		return;
+	}
+	if (h->size && (h->flags & LM_HF_BULK) && !ep->dom->no_bulk &&
+	    (ep->link->caps & LM_LINK_BULK_WRITE) && ep->link->ops->bulk_write &&
+	    !peer->bulk_broken) {
+		ssize_t got =
+		    ep->link->ops->bulk_write(ep->link, peer->lp, iov, n, remote, rn);
+
+		if (got == (ssize_t)h->size) {
+			lm_rdm_rma_target_event(ep, peer, false, 0, 0, h->size);
+			answer(ep, peer, LM_OP_FIN, h->sreq, 0);
+			return;
+		}
+		if (got == -FI_EIO)
+			return;
+		LM_INFO(ep->dom->util.fabric->prov, FI_LOG_EP_DATA,
+		        "bulk write failed (%zd); falling back to copies\n", got);
+		peer->bulk_broken = true;
+	}
+	/* Streamed back by a request of our own, which waits for link room
+	 * like any other and never reports a completion (cq_flags 0). */
+	tx = lm_rdm_tx_alloc(ep);
+	if (!tx) {
+		answer(ep, peer, LM_OP_FIN, h->sreq, FI_EAGAIN);
+		return;
+	}
+	tx->peer = peer;
+	tx->op = LM_OP_READ_RESP;
+	tx->state = LM_TX_STREAM;
+	tx->cq_flags = 0;
+	tx->context = NULL;
+	memcpy(tx->iov, iov, n * sizeof(*iov));
+	tx->iov_count = n;
+	tx->len = h->size;
+	memset(&tx->hdr, 0, sizeof(tx->hdr));
+	tx->hdr.version = LM_RDM_WIRE_VERSION;
+	tx->hdr.op = LM_OP_READ_RESP;
+	tx->hdr.sreq = h->sreq;
+	tx->hdr.size = h->size;
+	lm_rdm_rma_target_event(ep, peer, false, 0, 0, h->size);
+	lm_rdm_tx_start(ep, tx);
+}
+
+/* ---- initiator side: answers -------------------------------------------- */
+
+static void on_read_resp(struct lm_rdm_ep *ep, const struct lm_rdm_hdr *h,
+                         const void *payload, size_t plen)
+{
+	struct lm_rdm_tx *tx = lm_rdm_tx_lookup(ep, h->sreq);
+
+	if (!tx || tx->op != LM_OP_READ_REQ || tx->state != LM_TX_WAIT ||
+	    h->addr > tx->len || plen > tx->len - h->addr)
+		return;
+	lm_copy_to_iov(tx->iov, tx->iov_count, h->addr, payload, plen);
+	tx->done += plen;
+	if (tx->done >= tx->len)
+		lm_rdm_tx_done(ep, tx, 0);
+}
+
+static void on_write_ack(struct lm_rdm_ep *ep, const struct lm_rdm_hdr *h)
+{
+	struct lm_rdm_tx *tx = lm_rdm_tx_lookup(ep, h->sreq);
+
+	if (!tx || tx->op != LM_OP_WRITE || tx->state != LM_TX_WAIT)
+		return;
+	lm_rdm_tx_done(ep, tx, h->rreq > 0 && h->rreq < 0x10000 ? (int)h->rreq : 0);
+}
 
 void lm_rdm_rma_recv(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
                      const struct lm_rdm_hdr *h, const void *payload, size_t plen)
 {
-	(void)ep, (void)peer, (void)h, (void)payload, (void)plen;
+	switch (h->op) {
+	case LM_OP_WRITE:
+		on_write(ep, peer, h, payload, plen);
+		break;
+	case LM_OP_WRITE_ACK:
+		on_write_ack(ep, h);
+		break;
+	case LM_OP_READ_REQ:
+		on_read_req(ep, peer, h, payload, plen);
+		break;
+	case LM_OP_READ_RESP:
+		on_read_resp(ep, h, payload, plen);
+		break;
+	default:
+		break;
+	}
 }
 
-static ssize_t no_read(struct fid_ep *ep, void *buf, size_t len, void *desc,
-                       fi_addr_t src, uint64_t addr, uint64_t key, void *context)
+/* ---- initiator side: the calls --------------------------------------------- */
+
+static ssize_t rma_post(struct lm_rdm_ctx *ctx, bool write, const struct iovec *iov,
+                        size_t count, fi_addr_t addr, uint64_t raddr, uint64_t key,
+                        uint64_t data, uint64_t flags, void *context, bool inject_call)
 {
-	(void)ep, (void)buf, (void)len, (void)desc, (void)src, (void)addr, (void)key,
-	    (void)context;
-	return -FI_ENOSYS;
+	struct lm_rdm_ep *ep = ctx->ep;
+	struct lm_rdm_hdr h = {.version = LM_RDM_WIRE_VERSION};
+	struct lm_rdm_peer *peer;
+	struct lm_rdm_tx *tx;
+	size_t len;
+	ssize_t ret = 0;
+
+	if (count > LM_IOV_LIMIT || (count && !iov))
+		return -FI_EINVAL;
+	len = lm_iov_len(iov, count);
+	lm_lock_acquire(&ep->lock);
+	if (!ep->enabled) {
+		ret = -FI_EOPBADSTATE;
+		goto out;
+	}
+	if (len > ep->info->ep_attr->max_msg_size ||
+	    (write && (flags & FI_INJECT) &&
+	     (len > ep->inject_size || len > ep->eager_max))) {
+		ret = -FI_EMSGSIZE;
+		goto out;
+	}
+	peer = lm_rdm_peer_by_fiaddr(ep, addr);
+	if (!peer) {
+		ret = -FI_EINVAL;
+		goto out;
+	}
+	if (!lm_list_empty(&ep->tx_queue))
+		lm_rdm_tx_flush(ep);
+	tx = lm_rdm_tx_alloc(ep);
+	if (!tx) {
+		ret = -FI_EAGAIN;
+		goto out;
+	}
+	tx->peer = peer;
+	tx->context = context;
+	tx->report =
+	    ep->tx_cq && !inject_call && (!ep->tx_selective || (flags & FI_COMPLETION));
+	tx->cntr = ep->cntr[write ? LM_CNTR_WRITE : LM_CNTR_READ];
+	tx->cq_flags = FI_RMA | (write ? FI_WRITE : FI_READ);
+	tx->len = len;
+	h.size = len;
+	h.addr = raddr;
+	h.key = key;
+	h.data = data;
+	if (write && (flags & FI_REMOTE_CQ_DATA))
+		h.flags |= LM_HF_CQ_DATA;
+	if (write && (flags & FI_INJECT)) {
+		lm_copy_from_iov(tx->inject, iov, count, 0, len);
+		tx->iov[0].iov_base = tx->inject;
+		tx->iov[0].iov_len = len;
+		tx->iov_count = 1;
+	} else {
+		memcpy(tx->iov, iov, count * sizeof(*iov));
+		tx->iov_count = count;
+	}
+	if (!write) {
+		tx->op = h.op = LM_OP_READ_REQ;
+		if (ep->bulk)
+			h.flags |= LM_HF_BULK;
+	} else if (len <= ep->eager_max) {
+		tx->op = h.op = LM_OP_WRITE; /* streamed as one packet */
+	} else {
+		/* Sent like a message's RTS: the target answers FIN, or CTS. */
+		tx->op = LM_OP_RTS;
+		h.op = LM_OP_WRITE;
+		h.flags |= LM_HF_RNDV | (ep->bulk ? LM_HF_BULK : 0);
+	}
+	h.sreq = lm_rdm_tx_handle(tx);
+	tx->hdr = h;
+	ret = lm_rdm_tx_start(ep, tx);
+out:
+	lm_lock_release(&ep->lock);
+	return ret;
 }
 
-static ssize_t no_readv(struct fid_ep *ep, const struct iovec *iov, void **desc,
-                        size_t count, fi_addr_t src, uint64_t addr, uint64_t key,
-                        void *context)
+#define CTX(fid) (lm_container_of(fid, struct lm_rdm_ctx, ep_fid))
+
+/* fi_msg_rma: loom's rma_iov_limit is 1, and the local length must fit. */
+static ssize_t rma_msg(struct fid_ep *fid, const struct fi_msg_rma *msg, uint64_t flags,
+                       bool write)
 {
-	(void)ep, (void)iov, (void)desc, (void)count, (void)src, (void)addr, (void)key,
-	    (void)context;
-	return -FI_ENOSYS;
+	size_t len;
+
+	if (!msg || msg->iov_count > LM_IOV_LIMIT || (msg->iov_count && !msg->msg_iov) ||
+	    msg->rma_iov_count != 1 || !msg->rma_iov)
+		return -FI_EINVAL;
+	len = lm_iov_len(msg->msg_iov, msg->iov_count);
+	if (len > msg->rma_iov[0].len)
+		return -FI_EINVAL;
+	return rma_post(CTX(fid), write, msg->msg_iov, msg->iov_count, msg->addr,
+	                msg->rma_iov[0].addr, msg->rma_iov[0].key, msg->data, flags,
+	                msg->context, false);
 }
 
-static ssize_t no_readmsg(struct fid_ep *ep, const struct fi_msg_rma *msg, uint64_t flags)
+static ssize_t rdm_read(struct fid_ep *fid, void *buf, size_t len, void *desc,
+                        fi_addr_t src, uint64_t addr, uint64_t key, void *context)
 {
-	(void)ep, (void)msg, (void)flags;
-	return -FI_ENOSYS;
+	struct iovec iov = {buf, len};
+
+	(void)desc;
+	return rma_post(CTX(fid), false, &iov, 1, src, addr, key, 0, CTX(fid)->tx_flags,
+	                context, false);
 }
 
-static ssize_t no_write(struct fid_ep *ep, const void *buf, size_t len, void *desc,
-                        fi_addr_t dest, uint64_t addr, uint64_t key, void *context)
+static ssize_t rdm_readv(struct fid_ep *fid, const struct iovec *iov, void **desc,
+                         size_t count, fi_addr_t src, uint64_t addr, uint64_t key,
+                         void *context)
 {
-	(void)ep, (void)buf, (void)len, (void)desc, (void)dest, (void)addr, (void)key,
-	    (void)context;
-	return -FI_ENOSYS;
+	(void)desc;
+	return rma_post(CTX(fid), false, iov, count, src, addr, key, 0,
+	                CTX(fid)->tx_flags, context, false);
 }
 
-static ssize_t no_writemsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
+static ssize_t rdm_readmsg(struct fid_ep *fid, const struct fi_msg_rma *msg,
                            uint64_t flags)
 {
-	(void)ep, (void)msg, (void)flags;
-	return -FI_ENOSYS;
+	return rma_msg(fid, msg, flags & ~(FI_INJECT | FI_REMOTE_CQ_DATA), false);
 }
 
-static ssize_t no_inject(struct fid_ep *ep, const void *buf, size_t len, fi_addr_t dest,
-                         uint64_t addr, uint64_t key)
+static ssize_t rdm_write(struct fid_ep *fid, const void *buf, size_t len, void *desc,
+                         fi_addr_t dest, uint64_t addr, uint64_t key, void *context)
 {
-	(void)ep, (void)buf, (void)len, (void)dest, (void)addr, (void)key;
-	return -FI_ENOSYS;
+	struct iovec iov = {(void *)buf, len};
+
+	(void)desc;
+	return rma_post(CTX(fid), true, &iov, 1, dest, addr, key, 0, CTX(fid)->tx_flags,
+	                context, false);
 }
 
-static ssize_t no_writedata(struct fid_ep *ep, const void *buf, size_t len, void *desc,
-                            uint64_t data, fi_addr_t dest, uint64_t addr, uint64_t key,
-                            void *context)
+static ssize_t rdm_writev(struct fid_ep *fid, const struct iovec *iov, void **desc,
+                          size_t count, fi_addr_t dest, uint64_t addr, uint64_t key,
+                          void *context)
 {
-	(void)ep, (void)buf, (void)len, (void)desc, (void)data, (void)dest, (void)addr,
-	    (void)key, (void)context;
-	return -FI_ENOSYS;
+	(void)desc;
+	return rma_post(CTX(fid), true, iov, count, dest, addr, key, 0,
+	                CTX(fid)->tx_flags, context, false);
 }
 
-static ssize_t no_injectdata(struct fid_ep *ep, const void *buf, size_t len,
-                             uint64_t data, fi_addr_t dest, uint64_t addr, uint64_t key)
+static ssize_t rdm_writemsg(struct fid_ep *fid, const struct fi_msg_rma *msg,
+                            uint64_t flags)
 {
-	(void)ep, (void)buf, (void)len, (void)data, (void)dest, (void)addr, (void)key;
-	return -FI_ENOSYS;
+	return rma_msg(fid, msg, flags, true);
+}
+
+static ssize_t rdm_inject_write(struct fid_ep *fid, const void *buf, size_t len,
+                                fi_addr_t dest, uint64_t addr, uint64_t key)
+{
+	struct iovec iov = {(void *)buf, len};
+
+	return rma_post(CTX(fid), true, &iov, 1, dest, addr, key, 0, FI_INJECT, NULL,
+	                true);
+}
+
+static ssize_t rdm_writedata(struct fid_ep *fid, const void *buf, size_t len, void *desc,
+                             uint64_t data, fi_addr_t dest, uint64_t addr, uint64_t key,
+                             void *context)
+{
+	struct iovec iov = {(void *)buf, len};
+
+	(void)desc;
+	return rma_post(CTX(fid), true, &iov, 1, dest, addr, key, data,
+	                CTX(fid)->tx_flags | FI_REMOTE_CQ_DATA, context, false);
+}
+
+static ssize_t rdm_inject_writedata(struct fid_ep *fid, const void *buf, size_t len,
+                                    uint64_t data, fi_addr_t dest, uint64_t addr,
+                                    uint64_t key)
+{
+	struct iovec iov = {(void *)buf, len};
+
+	return rma_post(CTX(fid), true, &iov, 1, dest, addr, key, data,
+	                FI_INJECT | FI_REMOTE_CQ_DATA, NULL, true);
 }
 
 const struct fi_ops_rma lm_rdm_rma_ops = {
     .size = sizeof(struct fi_ops_rma),
-    .read = no_read,
-    .readv = no_readv,
-    .readmsg = no_readmsg,
-    .write = no_write,
-    .writev = no_readv, /* same signature, same answer */
-    .writemsg = no_writemsg,
-    .inject = no_inject,
-    .writedata = no_writedata,
-    .injectdata = no_injectdata,
+    .read = rdm_read,
+    .readv = rdm_readv,
+    .readmsg = rdm_readmsg,
+    .write = rdm_write,
+    .writev = rdm_writev,
+    .writemsg = rdm_writemsg,
+    .inject = rdm_inject_write,
+    .writedata = rdm_writedata,
+    .injectdata = rdm_inject_writedata,
 };

@@ -6,18 +6,22 @@
 #include "loop.h"
 
 #define LOOP_CAPS                                                                        \
-	/* FI_RMA and FI_ATOMIC join when rma.c and atomic.c are written. */             \
-	(FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_SOURCE | FI_DIRECTED_RECV |         \
+	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV | FI_READ |         \
+	 FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_SOURCE | FI_DIRECTED_RECV |    \
 	 FI_MULTI_RECV | FI_LOCAL_COMM)
 
-static struct fi_tx_attr tx = {.caps = LOOP_CAPS,
+static struct fi_tx_attr tx = {.caps = LOOP_CAPS &
+                                       ~(FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE |
+                                         FI_MULTI_RECV | FI_DIRECTED_RECV | FI_SOURCE),
                                .msg_order = FI_ORDER_SAS,
                                .size = 256,
                                .iov_limit = LM_IOV_LIMIT,
                                .rma_iov_limit = 1,
                                .inject_size = 512};
-static struct fi_rx_attr rx = {
-    .caps = LOOP_CAPS, .msg_order = FI_ORDER_SAS, .size = 256, .iov_limit = LM_IOV_LIMIT};
+static struct fi_rx_attr rx = {.caps = LOOP_CAPS & ~(FI_SEND | FI_READ | FI_WRITE),
+                               .msg_order = FI_ORDER_SAS,
+                               .size = 256,
+                               .iov_limit = LM_IOV_LIMIT};
 static struct fi_ep_attr ep = {.type = FI_EP_RDM, .max_msg_size = 1 << 30};
 static struct fi_domain_attr dom_attr = {
     .name = "loop",

@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "shm.h"
@@ -32,6 +34,8 @@ struct shm_wire {
 struct shm_link {
 	struct lm_link link;
 	struct shm_region *region;
+	/* link.fd: an epoll over the doorbell and a timer (wake_after). */
+	int epfd, tfd;
 	struct shm_bin_addr self;
 	size_t hdr_size;
 	lm_link_recv_fn recv;
@@ -95,16 +99,33 @@ static int shm_link_open(void *ctx, const struct lm_link_attr *attr, const void 
 		free(l);
 		return ret;
 	}
+	l->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	l->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (l->tfd < 0 || l->epfd < 0 ||
+	    epoll_ctl(l->epfd, EPOLL_CTL_ADD, shm_region_fd(l->region),
+	              &(struct epoll_event){.events = EPOLLIN}) ||
+	    epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->tfd,
+	              &(struct epoll_event){.events = EPOLLIN})) {
+		if (l->tfd >= 0)
+			close(l->tfd);
+		if (l->epfd >= 0)
+			close(l->epfd);
+		shm_region_destroy(l->region);
+		free(l);
+		return -FI_EMFILE;
+	}
 	shm_addr_parse(shm_region_addr(l->region), &pid, &l->self.token);
 	l->self.pid = pid;
 	l->hdr_size = attr->hdr_size;
 	l->recv = attr->recv;
 	l->arg = attr->arg;
 	l->link.ops = &shm_link_ops;
-	l->link.fd = shm_region_fd(l->region);
+	l->link.fd = l->epfd;
 	l->link.max_payload = SHM_BUF_SIZE;
 	l->link.inline_max = SHM_INLINE_MAX - sizeof(struct shm_wire) - attr->hdr_size;
-	l->link.caps = !attr->no_bulk && shm_cma_probe() == 0 ? LM_LINK_BULK_READ : 0;
+	l->link.caps = !attr->no_bulk && shm_cma_probe() == 0
+	                   ? LM_LINK_BULK_READ | LM_LINK_BULK_WRITE
+	                   : 0;
 	l->link.addr = &l->self;
 	*out = &l->link;
 	return 0;
@@ -114,6 +135,8 @@ static void shm_link_close(struct lm_link *link)
 {
 	struct shm_link *l = lm_container_of(link, struct shm_link, link);
 
+	close(l->epfd);
+	close(l->tfd);
 	shm_region_destroy(l->region);
 	free(l);
 }
@@ -241,11 +264,22 @@ static int shm_link_poll(struct lm_link *link, int budget)
 	return n;
 }
 
+static void shm_link_timer_stop(struct shm_link *l)
+{
+	uint64_t n;
+
+	timerfd_settime(l->tfd, 0, &(struct itimerspec){0}, NULL);
+	if (read(l->tfd, &n, sizeof(n)) < 0) {
+		/* had not expired: nothing to clear */
+	}
+}
+
 static void shm_link_arm(struct lm_link *link)
 {
 	struct shm_link *l = lm_container_of(link, struct shm_link, link);
 
 	shm_doorbell_drain(l->region);
+	shm_link_timer_stop(l); /* a new sleep asks for its own wake-up */
 	/* -FI_EAGAIN (work already there) is seen by the engine's next poll. */
 	shm_doorbell_arm(l->region);
 }
@@ -256,6 +290,16 @@ static void shm_link_disarm(struct lm_link *link)
 
 	shm_doorbell_disarm(l->region);
 	shm_doorbell_drain(l->region);
+	shm_link_timer_stop(l);
+}
+
+static void shm_link_wake_after(struct lm_link *link, int ms)
+{
+	struct shm_link *l = lm_container_of(link, struct shm_link, link);
+	struct itimerspec t = {
+	    .it_value = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000}};
+
+	timerfd_settime(l->tfd, 0, &t, NULL);
 }
 
 static ssize_t shm_link_bulk_read(struct lm_link *link, struct lm_link_peer *peer,
@@ -270,6 +314,20 @@ static ssize_t shm_link_bulk_read(struct lm_link *link, struct lm_link_peer *pee
 	if (ret)
 		return ret == -FI_EIO ? -FI_EPERM : ret;
 	return shm_cma_read(peer->sp->pid, local, local_count, remote, remote_count);
+}
+
+static ssize_t shm_link_bulk_write(struct lm_link *link, struct lm_link_peer *peer,
+                                   const struct iovec *local, size_t local_count,
+                                   const struct iovec *remote, size_t remote_count)
+{
+	int ret;
+
+	if (!(link->caps & LM_LINK_BULK_WRITE))
+		return -FI_ENOSYS;
+	ret = shm_cma_peer_probe(peer->sp);
+	if (ret)
+		return ret == -FI_EIO ? -FI_EPERM : ret;
+	return shm_cma_write(peer->sp->pid, local, local_count, remote, remote_count);
 }
 
 static bool shm_link_peer_alive(struct lm_link *link, struct lm_link_peer *peer)
@@ -291,6 +349,8 @@ const struct lm_link_ops shm_link_ops = {
     .poll = shm_link_poll,
     .arm = shm_link_arm,
     .disarm = shm_link_disarm,
+    .wake_after = shm_link_wake_after,
     .bulk_read = shm_link_bulk_read,
+    .bulk_write = shm_link_bulk_write,
     .peer_alive = shm_link_peer_alive,
 };

@@ -7,12 +7,13 @@
 #include "shm.h"
 
 #define SHM_CAPS                                                                         \
-	/* FI_RMA and FI_ATOMIC join when rma.c and atomic.c are written. */             \
-	(FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_SOURCE | FI_DIRECTED_RECV |         \
+	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV | FI_READ |         \
+	 FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_SOURCE | FI_DIRECTED_RECV |    \
 	 FI_MULTI_RECV | FI_LOCAL_COMM)
 
 static struct fi_tx_attr shm_tx = {
-    .caps = SHM_CAPS & ~(FI_RECV | FI_MULTI_RECV | FI_DIRECTED_RECV | FI_SOURCE),
+    .caps = SHM_CAPS & ~(FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_MULTI_RECV |
+                         FI_DIRECTED_RECV | FI_SOURCE),
     .op_flags = 0,
     .msg_order = FI_ORDER_SAS,
     .comp_order = FI_ORDER_NONE,
@@ -22,7 +23,7 @@ static struct fi_tx_attr shm_tx = {
     .rma_iov_limit = 1,
 };
 static struct fi_rx_attr shm_rx = {
-    .caps = SHM_CAPS & ~FI_SEND,
+    .caps = SHM_CAPS & ~(FI_SEND | FI_READ | FI_WRITE),
     .op_flags = 0,
     .msg_order = FI_ORDER_SAS,
     .comp_order = FI_ORDER_NONE,

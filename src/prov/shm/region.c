@@ -53,7 +53,8 @@ static int neg_errno(int err)
 	return err > 0 ? -err : -FI_EOTHER;
 }
 
-/* Field 22 of /proc/<pid>/stat (clock ticks after boot); 0 if unreadable.
+/* Field 22 of /proc/<pid>/stat (clock ticks after boot); 0 if unreadable
+ * or the process is a zombie.
  * The command name may hold spaces and parentheses: fields are counted from
  * the last ')'. */
 static uint64_t shm_proc_start(pid_t pid)
@@ -74,6 +75,10 @@ static uint64_t shm_proc_start(pid_t pid)
 	buf[n] = '\0';
 	p = strrchr(buf, ')');
 	if (!p)
+		return 0;
+	/* Field 3, the state: a zombie (killed, not yet reaped by its
+	 * parent) keeps its pid but its memory is gone: dead for us. */
+	if (p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'))
 		return 0;
 	/* After ')' comes field 3; skip to field 22. */
 	for (field = 2; field < 22 && p; field++)

@@ -1,0 +1,91 @@
+/* shmtest.h - what the multi-process shm tests share: forking a group of
+ * processes under a coordinator (timeouts, reaping, all-gathers), and
+ * opening an shm endpoint through the public API with its peers in an AV. */
+#ifndef LOOM_TEST_SHMTEST_H
+#define LOOM_TEST_SHMTEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+
+#define ST_MAX_PROCS 16
+#define ST_SLOT      64 /* bytes each process contributes to an all-gather */
+
+/* How one endpoint is opened; zero fields take the defaults noted. */
+struct st_opts {
+	uint64_t caps;         /* 0: FI_MSG | FI_TAGGED | FI_SOURCE | FI_DIRECTED_RECV */
+	uint64_t tx_op_flags;  /* tx_attr->op_flags hint */
+	enum fi_wait_obj wait; /* CQ wait object (0: FI_WAIT_NONE) */
+	bool selective;        /* bind the CQs with FI_SELECTIVE_COMPLETION */
+	bool split_cq;         /* separate transmit and receive CQs */
+	bool cntrs;            /* send and receive counters */
+	bool no_cma;           /* FI_SHM_DISABLE_CMA=1 for this process */
+	size_t tx_size, rx_size; /* queue depth hints (0: provider's) */
+	size_t cq_size;          /* 0: 4096 */
+};
+
+struct st_ep {
+	int rank, nprocs;
+	struct fi_info *info;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_av *av;
+	struct fid_ep *ep;
+	struct fid_cq *txcq, *rxcq; /* the same CQ unless split_cq */
+	struct fid_cntr *scntr, *rcntr;
+	char name[ST_SLOT];           /* own FI_ADDR_STR address */
+	fi_addr_t addr[ST_MAX_PROCS]; /* peers by rank (FI_ADDR_NOTAVAIL: gone) */
+	pid_t pid[ST_MAX_PROCS];      /* their process ids */
+	char peer_name[ST_MAX_PROCS][ST_SLOT];
+};
+
+/* Body of one process of a group: returns its exit status (0 = passed). */
+typedef int (*st_fn)(int rank, int nprocs, void *arg);
+
+/* Fork nprocs processes running fn(rank), coordinate their all-gathers,
+ * kill them all when timeout_s passes, reap every one and report.  Ranks
+ * in may_die (bit per rank) may end by SIGKILL.  Returns 0 when every
+ * process passed. */
+int st_run(const char *what, int nprocs, int timeout_s, st_fn fn, void *arg,
+           unsigned may_die);
+
+/* In a process: contribute len (<= ST_SLOT) bytes and receive every
+ * process's slot (nprocs * ST_SLOT bytes; zeros for processes gone).
+ * Doubles as a barrier. */
+int st_allgather(const void *mine, size_t len, void *all);
+int st_barrier(void);
+
+/* Open everything, exchange names with the group (collective) and insert
+ * them all, so e->addr[r] is rank r.  Prints what failed; returns 0 or a
+ * negative FI_E* code. */
+int st_open(struct st_ep *e, const struct st_opts *o);
+/* Same without the exchange: a lone endpoint. */
+int st_open_local(struct st_ep *e, const struct st_opts *o);
+/* Close whatever is open (NULL members skipped); returns the first error. */
+int st_close(struct st_ep *e);
+
+/* Read one entry (tagged format) from cq, driving progress, for at most
+ * timeout_ms: 1, -FI_EAVAIL with *err filled (err_data copied into
+ * errbuf of ST_ERRBUF bytes when given), or -FI_ETIMEDOUT. */
+#define ST_ERRBUF 256
+ssize_t st_read(struct fid_cq *cq, struct fi_cq_tagged_entry *e, fi_addr_t *src,
+                struct fi_cq_err_entry *err, char *errbuf, int timeout_ms);
+/* Drive progress (reads nothing): a counter read, or a zero-count CQ read. */
+void st_progress(struct st_ep *e);
+
+/* Deterministic content: byte i of message `seed`, and its check. */
+void st_fill(void *buf, size_t len, uint64_t seed);
+/* Returns the first differing offset, or (size_t)-1 when all match. */
+size_t st_verify(const void *buf, size_t len, uint64_t seed);
+
+uint64_t st_now_us(void);
+
+#endif
