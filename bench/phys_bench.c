@@ -1,0 +1,517 @@
+/* phys_bench: the physical floors and ceilings loom is judged against, measured
+ * without libfabric: loopback TCP ping-pong and stream, UDP ping-pong, a
+ * cache-line ping-pong through shared memory, memcpy and process_vm_readv. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common.h"
+
+#define UDP_MAX 65507
+
+struct cfg;
+typedef int (*pair_fn)(const struct cfg *c, int rank, int fd, int si, double *out);
+typedef int (*solo_fn)(const struct cfg *c, int si, double *out);
+
+/* The table of baselines: name, metric, the medium it stands for, and how it
+ * runs (between a pair of processes, or in one process). */
+static int tcp_lat(const struct cfg *c, int rank, int fd, int si, double *out);
+static int tcp_bw(const struct cfg *c, int rank, int fd, int si, double *out);
+static int udp_lat(const struct cfg *c, int rank, int fd, int si, double *out);
+static int shm_lat(const struct cfg *c, int rank, int fd, int si, double *out);
+static int memcpy_bw(const struct cfg *c, int si, double *out);
+static int cma_bw(const struct cfg *c, int si, double *out);
+
+static const struct base {
+	const char *name;
+	const char *metric;
+	const char *medium;
+	pair_fn pair;
+	solo_fn solo;
+	long mult; /* operations per repetition relative to -I: cheap ones run more */
+} base_table[] = {
+    /* clang-format off */
+    {"tcp_lat",   "lat", "tcp", tcp_lat, NULL,      1},
+    {"tcp_bw",    "bw",  "tcp", tcp_bw,  NULL,      4},
+    {"udp_lat",   "lat", "udp", udp_lat, NULL,      1},
+    {"shm_lat",   "lat", "shm", shm_lat, NULL,      10},
+    {"memcpy_bw", "bw",  "mem", NULL,    memcpy_bw, 4},
+    {"cma_bw",    "bw",  "cma", NULL,    cma_bw,    4},
+    /* clang-format on */
+};
+
+struct cfg {
+	const struct base *b;
+	size_t sizes[BENCH_MAX_SIZES];
+	int nsizes;
+	long iters;
+	size_t budget;
+	int reps;
+	bool verify;
+	bool pin;
+	int timeout;
+	struct bench_shared *sh;
+	/* shm_lat: the two flags, a cache line each, shared across fork */
+	volatile uint64_t *lines;
+};
+
+static long iters_for(const struct cfg *c, size_t size)
+{
+	return bench_scale_iters(c->iters, size, c->budget, 10) * c->b->mult;
+}
+
+/* Sockets are polled without blocking, as the fabric providers poll their
+ * completion queues: a blocking wait would measure the scheduler's wake-up
+ * latency instead of the transport. Gives up after 10 s of silence. */
+static int xfer_all(int fd, void *buf, size_t len, bool tx)
+{
+	char *p = buf;
+	double deadline = 0;
+
+	while (len) {
+		ssize_t n = tx ? send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT)
+		               : recv(fd, p, len, MSG_DONTWAIT);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
+			if (!deadline)
+				deadline = bench_now_us() + 10e6;
+			else if (bench_now_us() > deadline)
+				return -1;
+			continue;
+		}
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+		deadline = 0;
+	}
+	return 0;
+}
+
+static int recv_dgram(int fd, void *buf, size_t len)
+{
+	double deadline = bench_now_us() + 5e6;
+
+	for (;;) {
+		ssize_t n = recv(fd, buf, len, MSG_DONTWAIT);
+		if (n >= 0)
+			return n == (ssize_t)len ? 0 : -1;
+		if (errno != EAGAIN && errno != EINTR)
+			return -1;
+		if (bench_now_us() > deadline)
+			return -1; /* a lost datagram fails the run */
+	}
+}
+
+/* The server (rank 0) listens on 127.0.0.1, port chosen by the kernel, and
+ * tells the client through the out-of-band socket. */
+static int tcp_connect_pair(int rank, int fd)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET};
+	socklen_t sl = sizeof(sin);
+	int one = 1, s;
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (rank == 0) {
+		int l = socket(AF_INET, SOCK_STREAM, 0);
+		if (l < 0 || bind(l, (struct sockaddr *)&sin, sizeof(sin)) ||
+		    listen(l, 1) || getsockname(l, (struct sockaddr *)&sin, &sl) ||
+		    oob_send(fd, &sin.sin_port, sizeof(sin.sin_port)))
+			return -1;
+		s = accept(l, NULL, NULL);
+		close(l);
+	} else {
+		if (oob_recv(fd, &sin.sin_port, sizeof(sin.sin_port)))
+			return -1;
+		s = socket(AF_INET, SOCK_STREAM, 0);
+		if (s >= 0 && connect(s, (struct sockaddr *)&sin, sizeof(sin))) {
+			close(s);
+			s = -1;
+		}
+	}
+	if (s >= 0) {
+		int bufsz = 4 << 20;
+		setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		setsockopt(s, SOL_SOCKET, SO_SNDBUF, &bufsz, sizeof(bufsz));
+		setsockopt(s, SOL_SOCKET, SO_RCVBUF, &bufsz, sizeof(bufsz));
+	}
+	return s;
+}
+
+static int sync_pair(int fd, int rank)
+{
+	char b = 0;
+
+	return rank ? (oob_send(fd, &b, 1) || oob_recv(fd, &b, 1))
+	            : (oob_recv(fd, &b, 1) || oob_send(fd, &b, 1));
+}
+
+static int tcp_lat(const struct cfg *c, int rank, int fd, int si, double *out)
+{
+	static int s = -1;
+	size_t size = c->sizes[si];
+	long iters = iters_for(c, size);
+	char *buf = malloc(size ? size : 1);
+	double t0;
+	int ret = -1;
+
+	if (!buf)
+		return -1;
+	if (s < 0 && (s = tcp_connect_pair(rank, fd)) < 0)
+		goto out;
+	if (sync_pair(fd, rank))
+		goto out;
+	bench_fill(buf, size, (uint64_t)si);
+	t0 = bench_now_us();
+	for (long i = 0; i < iters; i++) {
+		if (rank ? xfer_all(s, buf, size, true) || xfer_all(s, buf, size, false)
+		         : xfer_all(s, buf, size, false) || xfer_all(s, buf, size, true))
+			goto out;
+	}
+	*out = (bench_now_us() - t0) / (double)iters / 2;
+	if (c->verify && bench_check(buf, size, (uint64_t)si) >= 0)
+		goto out;
+	ret = 0;
+out:
+	free(buf);
+	return ret;
+}
+
+static int tcp_bw(const struct cfg *c, int rank, int fd, int si, double *out)
+{
+	static int s = -1;
+	size_t size = c->sizes[si];
+	long iters = iters_for(c, size);
+	char *buf = malloc(size ? size : 1), ack = 0;
+	double t0;
+	int ret = -1;
+
+	if (!buf)
+		return -1;
+	if (s < 0 && (s = tcp_connect_pair(rank, fd)) < 0)
+		goto out;
+	if (sync_pair(fd, rank))
+		goto out;
+	bench_fill(buf, size, (uint64_t)si);
+	t0 = bench_now_us();
+	for (long i = 0; i < iters; i++) {
+		if (xfer_all(s, buf, size, rank == 1))
+			goto out;
+		if (rank == 0 && c->verify && bench_check(buf, size, (uint64_t)si) >= 0)
+			goto out;
+	}
+	/* The stream ends when the receiver has it all. */
+	if (xfer_all(s, &ack, 1, rank == 0))
+		goto out;
+	*out = (double)iters * (double)size / (bench_now_us() - t0);
+	ret = 0;
+out:
+	free(buf);
+	return ret;
+}
+
+static int udp_lat(const struct cfg *c, int rank, int fd, int si, double *out)
+{
+	static int s = -1;
+	size_t size = c->sizes[si];
+	long iters = iters_for(c, size);
+	char *buf = malloc(size ? size : 1);
+	double t0;
+	int ret = -1;
+
+	if (!buf)
+		return -1;
+	if (s < 0) {
+		struct sockaddr_in me = {.sin_family = AF_INET}, peer;
+		socklen_t sl = sizeof(me);
+		me.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		s = socket(AF_INET, SOCK_DGRAM, 0);
+		if (s < 0 || bind(s, (struct sockaddr *)&me, sizeof(me)) ||
+		    getsockname(s, (struct sockaddr *)&me, &sl) ||
+		    oob_send(fd, &me, sizeof(me)) || oob_recv(fd, &peer, sizeof(peer)) ||
+		    connect(s, (struct sockaddr *)&peer, sizeof(peer)))
+			goto out;
+	}
+	if (sync_pair(fd, rank))
+		goto out;
+	bench_fill(buf, size, (uint64_t)si);
+	t0 = bench_now_us();
+	for (long i = 0; i < iters; i++) {
+		if (rank == 1 && send(s, buf, size, 0) != (ssize_t)size)
+			goto out;
+		if (recv_dgram(s, buf, size))
+			goto out;
+		if (rank == 0 && send(s, buf, size, 0) != (ssize_t)size)
+			goto out;
+	}
+	*out = (bench_now_us() - t0) / (double)iters / 2;
+	if (c->verify && bench_check(buf, size, (uint64_t)si) >= 0)
+		goto out;
+	ret = 0;
+out:
+	free(buf);
+	return ret;
+}
+
+/* Each side owns one cache line and spins on the other's: the floor of any
+ * shared-memory transport's latency. */
+static int shm_lat(const struct cfg *c, int rank, int fd, int si, double *out)
+{
+	volatile uint64_t *mine = c->lines + (rank ? 8 : 0);
+	volatile uint64_t *theirs = c->lines + (rank ? 0 : 8);
+	long iters = iters_for(c, c->sizes[si]);
+	double t0;
+
+	if (sync_pair(fd, rank))
+		return -1;
+	t0 = bench_now_us();
+	for (long i = 1; i <= iters; i++) {
+		uint64_t want = (uint64_t)i;
+		if (rank) {
+			__atomic_store_n(mine, want, __ATOMIC_RELEASE);
+			while (__atomic_load_n(theirs, __ATOMIC_ACQUIRE) != want)
+				;
+		} else {
+			while (__atomic_load_n(theirs, __ATOMIC_ACQUIRE) != want)
+				;
+			__atomic_store_n(mine, want, __ATOMIC_RELEASE);
+		}
+	}
+	*out = (bench_now_us() - t0) / (double)iters / 2;
+	/* Start the next repetition from zero on both lines. */
+	if (sync_pair(fd, rank))
+		return -1;
+	__atomic_store_n(mine, 0, __ATOMIC_RELEASE);
+	return sync_pair(fd, rank);
+}
+
+static int memcpy_bw(const struct cfg *c, int si, double *out)
+{
+	size_t size = c->sizes[si];
+	long iters = iters_for(c, size);
+	char *src = malloc(size), *dst = malloc(size);
+	double t0;
+	int ret = -1;
+
+	if (!src || !dst)
+		goto out;
+	bench_fill(src, size, 7);
+	memset(dst, 0, size); /* fault the pages in before timing */
+	t0 = bench_now_us();
+	for (long i = 0; i < iters; i++) {
+		memcpy(dst, src, size);
+		__asm__ volatile("" : : "r"(dst) : "memory");
+	}
+	*out = (double)iters * (double)size / (bench_now_us() - t0);
+	ret = c->verify && bench_check(dst, size, 7) >= 0 ? -1 : 0;
+out:
+	free(src);
+	free(dst);
+	return ret;
+}
+
+/* A single copy from another process: the ceiling of a CMA-based transport. */
+static int cma_bw(const struct cfg *c, int si, double *out)
+{
+	size_t size = c->sizes[si];
+	long iters = iters_for(c, size);
+	char *src = malloc(size), *dst = malloc(size);
+	int pipefd[2];
+	pid_t pid;
+	double t0;
+	int ret = -1;
+
+	if (!src || !dst || pipe(pipefd))
+		goto out;
+	bench_fill(src, size, 9);
+	memset(dst, 0, size);
+	pid = fork();
+	if (pid == 0) {
+		char b;
+		close(pipefd[1]);
+		alarm(60);
+		/* src stays mapped at the same address until the parent is done */
+		_exit(read(pipefd[0], &b, 1) < 0);
+	}
+	close(pipefd[0]);
+	if (pid < 0) {
+		close(pipefd[1]);
+		goto out;
+	}
+	t0 = bench_now_us();
+	for (long i = 0; i < iters; i++) {
+		struct iovec l = {dst, size}, r = {src, size};
+		if (process_vm_readv(pid, &l, 1, &r, 1, 0) != (ssize_t)size) {
+			perror("process_vm_readv");
+			break;
+		}
+		if (i == iters - 1)
+			ret = 0;
+	}
+	*out = (double)iters * (double)size / (bench_now_us() - t0);
+	close(pipefd[1]);
+	waitpid(pid, NULL, 0);
+	if (!ret && c->verify && bench_check(dst, size, 9) >= 0)
+		ret = -1;
+out:
+	free(src);
+	free(dst);
+	return ret;
+}
+
+static int child(int rank, int pair, int fd, void *arg)
+{
+	const struct cfg *c = arg;
+
+	for (int si = 0; si < c->nsizes; si++) {
+		double v;
+		if (c->sh->skip_reason[si][0])
+			continue;
+		/* one warm-up, then the repetitions */
+		for (int r = -1; r < c->reps; r++) {
+			if (c->b->pair(c, rank, fd, si, &v)) {
+				fprintf(stderr, "phys_bench: %s size %zu failed\n",
+				        c->b->name, c->sizes[si]);
+				return -1;
+			}
+			if (rank == 1 && r >= 0)
+				c->sh->value[si][pair][r] = v;
+		}
+		if (rank == 1)
+			c->sh->done[si] = 1;
+	}
+	return 0;
+}
+
+static void usage(void)
+{
+	fprintf(
+	    stderr,
+	    "usage: phys_bench -o BASELINE [-S SIZES] [-I OPS] [-B MiB] [-r REPS] [-c]\n"
+	    "                  [-T SECONDS] [-A]\n"
+	    "  BASELINE: tcp_lat tcp_bw udp_lat shm_lat memcpy_bw cma_bw\n"
+	    "  (shm_lat measures one cache line, whatever the size)\n");
+}
+
+int main(int argc, char **argv)
+{
+	struct cfg c = {.reps = 5, .pin = true, .timeout = 300};
+	const char *sizes = "1:1m";
+	size_t budget_mb = 0;
+	int opt, ret = 0;
+
+	while ((opt = getopt(argc, argv, "o:S:I:B:r:cT:Ah")) != -1) {
+		switch (opt) {
+		case 'o':
+			for (size_t i = 0; i < sizeof(base_table) / sizeof(*base_table);
+			     i++)
+				if (!strcmp(optarg, base_table[i].name))
+					c.b = &base_table[i];
+			if (!c.b) {
+				fprintf(stderr, "unknown baseline %s\n", optarg);
+				return 1;
+			}
+			break;
+		case 'S':
+			sizes = optarg;
+			break;
+		case 'I':
+			c.iters = atol(optarg);
+			break;
+		case 'B':
+			budget_mb = (size_t)atol(optarg);
+			break;
+		case 'r':
+			c.reps = atoi(optarg);
+			break;
+		case 'c':
+			c.verify = true;
+			break;
+		case 'T':
+			c.timeout = atoi(optarg);
+			break;
+		case 'A':
+			c.pin = false;
+			break;
+		default:
+			usage();
+			return opt == 'h' ? 0 : 1;
+		}
+	}
+	if (!c.b || bench_parse_sizes(sizes, c.sizes, &c.nsizes) || c.reps < 1 ||
+	    c.reps > BENCH_MAX_REPS || c.timeout < 1) {
+		usage();
+		return 1;
+	}
+	if (!c.iters)
+		c.iters = 1000;
+	c.budget = (budget_mb ? budget_mb : 32) << 20;
+	c.sh = bench_shared_map();
+	c.lines =
+	    mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (!c.sh || c.lines == MAP_FAILED)
+		return 1;
+	c.sh->barrier_parties = 1;
+	for (int si = 0; si < c.nsizes; si++) {
+		size_t s = c.sizes[si];
+		const char *why = NULL;
+		if (!strcmp(c.b->name, "udp_lat") && s > UDP_MAX)
+			why = "above the largest UDP datagram";
+		else if (c.b->solo && s == 0)
+			why = "zero-byte copy not measured";
+		if (why)
+			snprintf(c.sh->skip_reason[si], sizeof(c.sh->skip_reason[si]),
+			         "%s", why);
+	}
+
+	printf("# library: none (physical baseline)\n");
+	if (c.b->pair) {
+		ret = bench_run_pairs(1, c.timeout, c.pin, child, &c);
+	} else {
+		for (int si = 0; si < c.nsizes && !ret; si++) {
+			double v;
+			if (c.sh->skip_reason[si][0])
+				continue;
+			for (int r = -1; r < c.reps && !ret; r++) {
+				ret = c.b->solo(&c, si, &v);
+				if (r >= 0)
+					c.sh->value[si][0][r] = v;
+			}
+			c.sh->done[si] = !ret;
+		}
+	}
+	bench_print_header();
+	for (int si = 0; si < c.nsizes; si++) {
+		struct bench_row row = {"phys",
+		                        c.b->name,
+		                        c.b->metric,
+		                        "raw",
+		                        c.b->medium,
+		                        c.sizes[si],
+		                        iters_for(&c, c.sizes[si]),
+		                        1,
+		                        1};
+		if (c.sh->skip_reason[si][0]) {
+			printf("# skipped size %zu: %s\n", c.sizes[si],
+			       c.sh->skip_reason[si]);
+			continue;
+		}
+		if (c.sh->done[si])
+			bench_print_row(&row, c.reps, c.sh->value[si][0]);
+	}
+	if (ret)
+		fprintf(stderr, "phys_bench: FAILED (%s)\n", c.b->name);
+	return ret ? 1 : 0;
+}
