@@ -180,13 +180,22 @@ static ssize_t link_send(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 	return ep->link->ops->send(ep->link, peer->lp, h, iov, n);
 }
 
+/* Pieces one progress call may stream for one transfer: a large transfer
+ * must not hold a progress call (and the packets queued behind it) for as
+ * long as a fast receiver keeps taking data. */
+#define LM_STREAM_BUDGET 64
+
 /* The packets of a streamed transfer (rendezvous DATA, RMA WRITE): as many
- * pieces as the link takes.  0 when all are out. */
+ * pieces as the link takes, up to the budget.  0 when all are out,
+ * -FI_EAGAIN when more remain. */
 static ssize_t tx_stream(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
 {
 	size_t piece = ep->link->max_payload;
+	int budget = LM_STREAM_BUDGET;
 
 	do {
+		if (!budget--)
+			return -FI_EAGAIN;
 		struct lm_rdm_hdr h = tx->hdr;
 		struct iovec iov[LM_IOV_LIMIT];
 		size_t n = LM_MIN(piece, tx->len - tx->done);
