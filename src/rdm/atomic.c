@@ -145,7 +145,6 @@ static ssize_t atomic_post(struct lm_rdm_ctx *ctx, enum lm_atomic_kind kind,
 	struct lm_rdm_hdr h = {.version = LM_RDM_WIRE_VERSION, .op = LM_OP_ATOMIC};
 	size_t sz = lm_datatype_size(a->dt), nelem, bytes, plen, off;
 	bool send_ops = a->op != FI_ATOMIC_READ, copy;
-	struct lm_rdm_peer *peer;
 	struct lm_rdm_tx *tx;
 	ssize_t ret = 0;
 
@@ -183,22 +182,9 @@ static ssize_t atomic_post(struct lm_rdm_ctx *ctx, enum lm_atomic_kind kind,
 		ret = -FI_EOPBADSTATE;
 		goto out;
 	}
-	peer = lm_rdm_peer_by_fiaddr(ep, a->dest);
-	if (!peer) {
-		ret = -FI_EINVAL;
+	tx = lm_rdm_tx_begin(ep, a->dest, a->flags, a->context, a->inject_call, &ret);
+	if (!tx)
 		goto out;
-	}
-	if (!lm_list_empty(&ep->tx_queue))
-		lm_rdm_tx_flush(ep);
-	tx = lm_rdm_tx_alloc(ep);
-	if (!tx) {
-		ret = -FI_EAGAIN;
-		goto out;
-	}
-	tx->peer = peer;
-	tx->context = a->context;
-	tx->report = ep->tx_cq && !a->inject_call &&
-	             (!ep->tx_selective || (a->flags & FI_COMPLETION));
 	tx->cntr = ep->cntr[kind == LM_ATOMIC_BASE ? LM_CNTR_WRITE : LM_CNTR_READ];
 	tx->cq_flags = FI_ATOMIC | (kind == LM_ATOMIC_BASE ? FI_WRITE : FI_READ);
 	tx->len = bytes;
@@ -238,78 +224,80 @@ static ssize_t atomic_post(struct lm_rdm_ctx *ctx, enum lm_atomic_kind kind,
 	h.tag = (uint64_t)a->op << 8 | (uint64_t)a->dt;
 	h.addr = a->addr;
 	h.key = a->key;
-	h.sreq = lm_rdm_tx_handle(tx);
-	tx->hdr = h;
-	ret = lm_rdm_tx_start(ep, tx);
+	ret = lm_rdm_tx_launch(ep, tx, &h);
 out:
 	lm_lock_release(&ep->lock);
 	return ret;
 }
 
-#define CTX(fid) (lm_container_of(fid, struct lm_rdm_ctx, ep_fid))
+/* The non-msg calls: a's vectors come from the caller, the target and
+ * datatype from the call's arguments, the flags from the fid's op_flags
+ * (FI_INJECT alone for fi_inject_atomic). */
+static ssize_t call_post(struct fid_ep *fid, enum lm_atomic_kind kind,
+                         struct atomic_args *a, fi_addr_t dest, uint64_t addr,
+                         uint64_t key, enum fi_datatype dt, enum fi_op op, void *context)
+{
+	a->dest = dest;
+	a->addr = addr;
+	a->key = key;
+	a->dt = dt;
+	a->op = op;
+	a->flags = a->inject_call ? FI_INJECT : lm_rdm_ctx_of(fid)->tx_flags;
+	a->context = context;
+	return atomic_post(lm_rdm_ctx_of(fid), kind, a);
+}
+
+/* The fi_msg_atomic calls (loom's rma_iov_limit is 1); cmp and res are
+ * the compare and result vectors of the fetching kinds. */
+static ssize_t msg_post(struct fid_ep *fid, enum lm_atomic_kind kind,
+                        const struct fi_msg_atomic *msg, uint64_t flags,
+                        const struct fi_ioc *cmp, size_t cmp_count, struct fi_ioc *res,
+                        size_t res_count)
+{
+	struct atomic_args a = {.cmp = cmp,
+	                        .cmp_count = cmp_count,
+	                        .res = res,
+	                        .res_count = res_count,
+	                        .flags = flags};
+
+	if (!msg || msg->rma_iov_count != 1 || !msg->rma_iov)
+		return -FI_EINVAL;
+	a.iov = msg->msg_iov;
+	a.count = msg->iov_count;
+	a.dest = msg->addr;
+	a.addr = msg->rma_iov[0].addr;
+	a.key = msg->rma_iov[0].key;
+	a.dt = msg->datatype;
+	a.op = msg->op;
+	a.context = msg->context;
+	return atomic_post(lm_rdm_ctx_of(fid), kind, &a);
+}
 
 static ssize_t rdm_atomic(struct fid_ep *fid, const void *buf, size_t count, void *desc,
                           fi_addr_t dest, uint64_t addr, uint64_t key,
                           enum fi_datatype dt, enum fi_op op, void *context)
 {
 	struct fi_ioc ioc = {(void *)buf, count};
-	struct atomic_args a = {.iov = &ioc,
-	                        .count = 1,
-	                        .dest = dest,
-	                        .addr = addr,
-	                        .key = key,
-	                        .dt = dt,
-	                        .op = op,
-	                        .flags = CTX(fid)->tx_flags,
-	                        .context = context};
+	struct atomic_args a = {.iov = &ioc, .count = 1};
 
 	(void)desc;
-	return atomic_post(CTX(fid), LM_ATOMIC_BASE, &a);
+	return call_post(fid, LM_ATOMIC_BASE, &a, dest, addr, key, dt, op, context);
 }
 
 static ssize_t rdm_atomicv(struct fid_ep *fid, const struct fi_ioc *iov, void **desc,
                            size_t count, fi_addr_t dest, uint64_t addr, uint64_t key,
                            enum fi_datatype dt, enum fi_op op, void *context)
 {
-	struct atomic_args a = {.iov = iov,
-	                        .count = count,
-	                        .dest = dest,
-	                        .addr = addr,
-	                        .key = key,
-	                        .dt = dt,
-	                        .op = op,
-	                        .flags = CTX(fid)->tx_flags,
-	                        .context = context};
+	struct atomic_args a = {.iov = iov, .count = count};
 
 	(void)desc;
-	return atomic_post(CTX(fid), LM_ATOMIC_BASE, &a);
-}
-
-/* fi_msg_atomic: loom's rma_iov_limit is 1. */
-static int msg_args(const struct fi_msg_atomic *msg, uint64_t flags,
-                    struct atomic_args *a)
-{
-	if (!msg || msg->rma_iov_count != 1 || !msg->rma_iov)
-		return -FI_EINVAL;
-	a->iov = msg->msg_iov;
-	a->count = msg->iov_count;
-	a->dest = msg->addr;
-	a->addr = msg->rma_iov[0].addr;
-	a->key = msg->rma_iov[0].key;
-	a->dt = msg->datatype;
-	a->op = msg->op;
-	a->flags = flags;
-	a->context = msg->context;
-	return 0;
+	return call_post(fid, LM_ATOMIC_BASE, &a, dest, addr, key, dt, op, context);
 }
 
 static ssize_t rdm_atomicmsg(struct fid_ep *fid, const struct fi_msg_atomic *msg,
                              uint64_t flags)
 {
-	struct atomic_args a = {0};
-	int ret = msg_args(msg, flags, &a);
-
-	return ret ? ret : atomic_post(CTX(fid), LM_ATOMIC_BASE, &a);
+	return msg_post(fid, LM_ATOMIC_BASE, msg, flags, NULL, 0, NULL, 0);
 }
 
 static ssize_t rdm_inject_atomic(struct fid_ep *fid, const void *buf, size_t count,
@@ -317,17 +305,9 @@ static ssize_t rdm_inject_atomic(struct fid_ep *fid, const void *buf, size_t cou
                                  enum fi_datatype dt, enum fi_op op)
 {
 	struct fi_ioc ioc = {(void *)buf, count};
-	struct atomic_args a = {.iov = &ioc,
-	                        .count = 1,
-	                        .dest = dest,
-	                        .addr = addr,
-	                        .key = key,
-	                        .dt = dt,
-	                        .op = op,
-	                        .flags = FI_INJECT,
-	                        .inject_call = true};
+	struct atomic_args a = {.iov = &ioc, .count = 1, .inject_call = true};
 
-	return atomic_post(CTX(fid), LM_ATOMIC_BASE, &a);
+	return call_post(fid, LM_ATOMIC_BASE, &a, dest, addr, key, dt, op, NULL);
 }
 
 static ssize_t rdm_fetch(struct fid_ep *fid, const void *buf, size_t count, void *desc,
@@ -335,20 +315,10 @@ static ssize_t rdm_fetch(struct fid_ep *fid, const void *buf, size_t count, void
                          uint64_t key, enum fi_datatype dt, enum fi_op op, void *context)
 {
 	struct fi_ioc ioc = {(void *)buf, count}, res = {result, count};
-	struct atomic_args a = {.iov = &ioc,
-	                        .count = 1,
-	                        .res = &res,
-	                        .res_count = 1,
-	                        .dest = dest,
-	                        .addr = addr,
-	                        .key = key,
-	                        .dt = dt,
-	                        .op = op,
-	                        .flags = CTX(fid)->tx_flags,
-	                        .context = context};
+	struct atomic_args a = {.iov = &ioc, .count = 1, .res = &res, .res_count = 1};
 
 	(void)desc, (void)result_desc;
-	return atomic_post(CTX(fid), LM_ATOMIC_FETCH, &a);
+	return call_post(fid, LM_ATOMIC_FETCH, &a, dest, addr, key, dt, op, context);
 }
 
 static ssize_t rdm_fetchv(struct fid_ep *fid, const struct fi_ioc *iov, void **desc,
@@ -356,35 +326,19 @@ static ssize_t rdm_fetchv(struct fid_ep *fid, const struct fi_ioc *iov, void **d
                           size_t result_count, fi_addr_t dest, uint64_t addr,
                           uint64_t key, enum fi_datatype dt, enum fi_op op, void *context)
 {
-	struct atomic_args a = {.iov = iov,
-	                        .count = count,
-	                        .res = resultv,
-	                        .res_count = result_count,
-	                        .dest = dest,
-	                        .addr = addr,
-	                        .key = key,
-	                        .dt = dt,
-	                        .op = op,
-	                        .flags = CTX(fid)->tx_flags,
-	                        .context = context};
+	struct atomic_args a = {
+	    .iov = iov, .count = count, .res = resultv, .res_count = result_count};
 
 	(void)desc, (void)result_desc;
-	return atomic_post(CTX(fid), LM_ATOMIC_FETCH, &a);
+	return call_post(fid, LM_ATOMIC_FETCH, &a, dest, addr, key, dt, op, context);
 }
 
 static ssize_t rdm_fetchmsg(struct fid_ep *fid, const struct fi_msg_atomic *msg,
                             struct fi_ioc *resultv, void **result_desc,
                             size_t result_count, uint64_t flags)
 {
-	struct atomic_args a = {0};
-	int ret = msg_args(msg, flags, &a);
-
 	(void)result_desc;
-	if (ret)
-		return ret;
-	a.res = resultv;
-	a.res_count = result_count;
-	return atomic_post(CTX(fid), LM_ATOMIC_FETCH, &a);
+	return msg_post(fid, LM_ATOMIC_FETCH, msg, flags, NULL, 0, resultv, result_count);
 }
 
 static ssize_t rdm_compare(struct fid_ep *fid, const void *buf, size_t count, void *desc,
@@ -399,17 +353,10 @@ static ssize_t rdm_compare(struct fid_ep *fid, const void *buf, size_t count, vo
 	                        .cmp = &cmp,
 	                        .cmp_count = 1,
 	                        .res = &res,
-	                        .res_count = 1,
-	                        .dest = dest,
-	                        .addr = addr,
-	                        .key = key,
-	                        .dt = dt,
-	                        .op = op,
-	                        .flags = CTX(fid)->tx_flags,
-	                        .context = context};
+	                        .res_count = 1};
 
 	(void)desc, (void)compare_desc, (void)result_desc;
-	return atomic_post(CTX(fid), LM_ATOMIC_COMPARE, &a);
+	return call_post(fid, LM_ATOMIC_COMPARE, &a, dest, addr, key, dt, op, context);
 }
 
 static ssize_t rdm_comparev(struct fid_ep *fid, const struct fi_ioc *iov, void **desc,
@@ -425,17 +372,10 @@ static ssize_t rdm_comparev(struct fid_ep *fid, const struct fi_ioc *iov, void *
 	                        .cmp = comparev,
 	                        .cmp_count = compare_count,
 	                        .res = resultv,
-	                        .res_count = result_count,
-	                        .dest = dest,
-	                        .addr = addr,
-	                        .key = key,
-	                        .dt = dt,
-	                        .op = op,
-	                        .flags = CTX(fid)->tx_flags,
-	                        .context = context};
+	                        .res_count = result_count};
 
 	(void)desc, (void)compare_desc, (void)result_desc;
-	return atomic_post(CTX(fid), LM_ATOMIC_COMPARE, &a);
+	return call_post(fid, LM_ATOMIC_COMPARE, &a, dest, addr, key, dt, op, context);
 }
 
 static ssize_t rdm_comparemsg(struct fid_ep *fid, const struct fi_msg_atomic *msg,
@@ -443,17 +383,9 @@ static ssize_t rdm_comparemsg(struct fid_ep *fid, const struct fi_msg_atomic *ms
                               size_t compare_count, struct fi_ioc *resultv,
                               void **result_desc, size_t result_count, uint64_t flags)
 {
-	struct atomic_args a = {0};
-	int ret = msg_args(msg, flags, &a);
-
 	(void)compare_desc, (void)result_desc;
-	if (ret)
-		return ret;
-	a.cmp = comparev;
-	a.cmp_count = compare_count;
-	a.res = resultv;
-	a.res_count = result_count;
-	return atomic_post(CTX(fid), LM_ATOMIC_COMPARE, &a);
+	return msg_post(fid, LM_ATOMIC_COMPARE, msg, flags, comparev, compare_count,
+	                resultv, result_count);
 }
 
 static int valid(struct fid_ep *fid, enum fi_datatype dt, enum fi_op op, size_t *count,

@@ -567,7 +567,7 @@ out:
 static ssize_t rdm_recv(struct fid_ep *fid, void *buf, size_t len, void *desc,
                         fi_addr_t src_addr, void *context)
 {
-	struct lm_rdm_ctx *ctx = lm_container_of(fid, struct lm_rdm_ctx, ep_fid);
+	struct lm_rdm_ctx *ctx = lm_rdm_ctx_of(fid);
 	struct iovec iov = {buf, len};
 
 	return post_recv(ctx->ep, &iov, &desc, 1, src_addr, 0, 0, ctx->rx_flags, context,
@@ -577,7 +577,7 @@ static ssize_t rdm_recv(struct fid_ep *fid, void *buf, size_t len, void *desc,
 static ssize_t rdm_recvv(struct fid_ep *fid, const struct iovec *iov, void **desc,
                          size_t count, fi_addr_t src_addr, void *context)
 {
-	struct lm_rdm_ctx *ctx = lm_container_of(fid, struct lm_rdm_ctx, ep_fid);
+	struct lm_rdm_ctx *ctx = lm_rdm_ctx_of(fid);
 
 	return post_recv(ctx->ep, iov, desc, count, src_addr, 0, 0, ctx->rx_flags,
 	                 context, false);
@@ -585,7 +585,7 @@ static ssize_t rdm_recvv(struct fid_ep *fid, const struct iovec *iov, void **des
 
 static ssize_t rdm_recvmsg(struct fid_ep *fid, const struct fi_msg *msg, uint64_t flags)
 {
-	struct lm_rdm_ctx *ctx = lm_container_of(fid, struct lm_rdm_ctx, ep_fid);
+	struct lm_rdm_ctx *ctx = lm_rdm_ctx_of(fid);
 
 	if (!msg)
 		return -FI_EINVAL;
@@ -596,7 +596,7 @@ static ssize_t rdm_recvmsg(struct fid_ep *fid, const struct fi_msg *msg, uint64_
 static ssize_t rdm_trecv(struct fid_ep *fid, void *buf, size_t len, void *desc,
                          fi_addr_t src_addr, uint64_t tag, uint64_t ignore, void *context)
 {
-	struct lm_rdm_ctx *ctx = lm_container_of(fid, struct lm_rdm_ctx, ep_fid);
+	struct lm_rdm_ctx *ctx = lm_rdm_ctx_of(fid);
 	struct iovec iov = {buf, len};
 
 	return post_recv(ctx->ep, &iov, &desc, 1, src_addr, tag, ignore, ctx->rx_flags,
@@ -607,7 +607,7 @@ static ssize_t rdm_trecvv(struct fid_ep *fid, const struct iovec *iov, void **de
                           size_t count, fi_addr_t src_addr, uint64_t tag, uint64_t ignore,
                           void *context)
 {
-	struct lm_rdm_ctx *ctx = lm_container_of(fid, struct lm_rdm_ctx, ep_fid);
+	struct lm_rdm_ctx *ctx = lm_rdm_ctx_of(fid);
 
 	return post_recv(ctx->ep, iov, desc, count, src_addr, tag, ignore, ctx->rx_flags,
 	                 context, true);
@@ -616,7 +616,7 @@ static ssize_t rdm_trecvv(struct fid_ep *fid, const struct iovec *iov, void **de
 static ssize_t rdm_trecvmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg,
                             uint64_t flags)
 {
-	struct lm_rdm_ctx *ctx = lm_container_of(fid, struct lm_rdm_ctx, ep_fid);
+	struct lm_rdm_ctx *ctx = lm_rdm_ctx_of(fid);
 
 	if (!msg)
 		return -FI_EINVAL;
@@ -689,8 +689,7 @@ static ssize_t do_send(struct lm_rdm_ep *ep, const struct iovec *iov, size_t cou
 	h.data = data;
 	if (!lm_list_empty(&ep->tx_queue))
 		lm_rdm_tx_flush(ep);
-	report =
-	    ep->tx_cq && !inject_call && (!ep->tx_selective || (flags & FI_COMPLETION));
+	report = lm_rdm_tx_reports(ep, flags, inject_call);
 
 	/* The fast path: a small message straight into the link, no request. */
 	if (len <= ep->eager_max && !(flags & FI_DELIVERY_COMPLETE) &&
@@ -723,33 +722,21 @@ static ssize_t do_send(struct lm_rdm_ep *ep, const struct iovec *iov, size_t cou
 		tx->op = LM_OP_EAGER;
 		if (flags & FI_DELIVERY_COMPLETE)
 			h.flags |= LM_HF_ACK;
-		if ((flags & FI_INJECT) || inject_call) {
-			lm_copy_from_iov(tx->inject, iov, count, 0, len);
-			tx->iov[0].iov_base = tx->inject;
-			tx->iov[0].iov_len = len;
-			tx->iov_count = 1;
-		} else {
-			memcpy(tx->iov, iov, count * sizeof(*iov));
-			tx->iov_count = count;
-		}
+		lm_rdm_tx_set_iov(tx, iov, count, len,
+		                  (flags & FI_INJECT) || inject_call);
 		h.len = (uint32_t)len;
 	} else {
 		tx->op = LM_OP_RTS;
 		h.op = LM_OP_RTS;
 		if (ep->bulk)
 			h.flags |= LM_HF_BULK;
-		memcpy(tx->iov, iov, count * sizeof(*iov));
-		tx->iov_count = count;
+		lm_rdm_tx_set_iov(tx, iov, count, len, false);
 	}
-	h.sreq = lm_rdm_tx_handle(tx);
-	tx->hdr = h;
-	ret = lm_rdm_tx_start(ep, tx);
+	ret = lm_rdm_tx_launch(ep, tx, &h);
 out:
 	lm_lock_release(&ep->lock);
 	return ret;
 }
-
-#define CTX_EP(fid) (lm_container_of(fid, struct lm_rdm_ctx, ep_fid))
 
 static ssize_t rdm_send(struct fid_ep *fid, const void *buf, size_t len, void *desc,
                         fi_addr_t dest, void *context)
@@ -757,23 +744,23 @@ static ssize_t rdm_send(struct fid_ep *fid, const void *buf, size_t len, void *d
 	struct iovec iov = {(void *)buf, len};
 
 	(void)desc;
-	return do_send(CTX_EP(fid)->ep, &iov, 1, dest, 0, 0, CTX_EP(fid)->tx_flags,
-	               context, false, false);
+	return do_send(lm_rdm_ctx_of(fid)->ep, &iov, 1, dest, 0, 0,
+	               lm_rdm_ctx_of(fid)->tx_flags, context, false, false);
 }
 
 static ssize_t rdm_sendv(struct fid_ep *fid, const struct iovec *iov, void **desc,
                          size_t count, fi_addr_t dest, void *context)
 {
 	(void)desc;
-	return do_send(CTX_EP(fid)->ep, iov, count, dest, 0, 0, CTX_EP(fid)->tx_flags,
-	               context, false, false);
+	return do_send(lm_rdm_ctx_of(fid)->ep, iov, count, dest, 0, 0,
+	               lm_rdm_ctx_of(fid)->tx_flags, context, false, false);
 }
 
 static ssize_t rdm_sendmsg(struct fid_ep *fid, const struct fi_msg *msg, uint64_t flags)
 {
 	if (!msg)
 		return -FI_EINVAL;
-	return do_send(CTX_EP(fid)->ep, msg->msg_iov, msg->iov_count, msg->addr, 0,
+	return do_send(lm_rdm_ctx_of(fid)->ep, msg->msg_iov, msg->iov_count, msg->addr, 0,
 	               msg->data, flags, msg->context, false, false);
 }
 
@@ -781,8 +768,8 @@ static ssize_t rdm_inject(struct fid_ep *fid, const void *buf, size_t len, fi_ad
 {
 	struct iovec iov = {(void *)buf, len};
 
-	return do_send(CTX_EP(fid)->ep, &iov, 1, dest, 0, 0, FI_INJECT, NULL, false,
-	               true);
+	return do_send(lm_rdm_ctx_of(fid)->ep, &iov, 1, dest, 0, 0, FI_INJECT, NULL,
+	               false, true);
 }
 
 static ssize_t rdm_senddata(struct fid_ep *fid, const void *buf, size_t len, void *desc,
@@ -791,8 +778,9 @@ static ssize_t rdm_senddata(struct fid_ep *fid, const void *buf, size_t len, voi
 	struct iovec iov = {(void *)buf, len};
 
 	(void)desc;
-	return do_send(CTX_EP(fid)->ep, &iov, 1, dest, 0, data,
-	               CTX_EP(fid)->tx_flags | FI_REMOTE_CQ_DATA, context, false, false);
+	return do_send(lm_rdm_ctx_of(fid)->ep, &iov, 1, dest, 0, data,
+	               lm_rdm_ctx_of(fid)->tx_flags | FI_REMOTE_CQ_DATA, context, false,
+	               false);
 }
 
 static ssize_t rdm_injectdata(struct fid_ep *fid, const void *buf, size_t len,
@@ -800,7 +788,7 @@ static ssize_t rdm_injectdata(struct fid_ep *fid, const void *buf, size_t len,
 {
 	struct iovec iov = {(void *)buf, len};
 
-	return do_send(CTX_EP(fid)->ep, &iov, 1, dest, 0, data,
+	return do_send(lm_rdm_ctx_of(fid)->ep, &iov, 1, dest, 0, data,
 	               FI_INJECT | FI_REMOTE_CQ_DATA, NULL, false, true);
 }
 
@@ -810,16 +798,16 @@ static ssize_t rdm_tsend(struct fid_ep *fid, const void *buf, size_t len, void *
 	struct iovec iov = {(void *)buf, len};
 
 	(void)desc;
-	return do_send(CTX_EP(fid)->ep, &iov, 1, dest, tag, 0, CTX_EP(fid)->tx_flags,
-	               context, true, false);
+	return do_send(lm_rdm_ctx_of(fid)->ep, &iov, 1, dest, tag, 0,
+	               lm_rdm_ctx_of(fid)->tx_flags, context, true, false);
 }
 
 static ssize_t rdm_tsendv(struct fid_ep *fid, const struct iovec *iov, void **desc,
                           size_t count, fi_addr_t dest, uint64_t tag, void *context)
 {
 	(void)desc;
-	return do_send(CTX_EP(fid)->ep, iov, count, dest, tag, 0, CTX_EP(fid)->tx_flags,
-	               context, true, false);
+	return do_send(lm_rdm_ctx_of(fid)->ep, iov, count, dest, tag, 0,
+	               lm_rdm_ctx_of(fid)->tx_flags, context, true, false);
 }
 
 static ssize_t rdm_tsendmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg,
@@ -827,8 +815,8 @@ static ssize_t rdm_tsendmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg,
 {
 	if (!msg)
 		return -FI_EINVAL;
-	return do_send(CTX_EP(fid)->ep, msg->msg_iov, msg->iov_count, msg->addr, msg->tag,
-	               msg->data, flags, msg->context, true, false);
+	return do_send(lm_rdm_ctx_of(fid)->ep, msg->msg_iov, msg->iov_count, msg->addr,
+	               msg->tag, msg->data, flags, msg->context, true, false);
 }
 
 static ssize_t rdm_tinject(struct fid_ep *fid, const void *buf, size_t len,
@@ -836,8 +824,8 @@ static ssize_t rdm_tinject(struct fid_ep *fid, const void *buf, size_t len,
 {
 	struct iovec iov = {(void *)buf, len};
 
-	return do_send(CTX_EP(fid)->ep, &iov, 1, dest, tag, 0, FI_INJECT, NULL, true,
-	               true);
+	return do_send(lm_rdm_ctx_of(fid)->ep, &iov, 1, dest, tag, 0, FI_INJECT, NULL,
+	               true, true);
 }
 
 static ssize_t rdm_tsenddata(struct fid_ep *fid, const void *buf, size_t len, void *desc,
@@ -846,8 +834,9 @@ static ssize_t rdm_tsenddata(struct fid_ep *fid, const void *buf, size_t len, vo
 	struct iovec iov = {(void *)buf, len};
 
 	(void)desc;
-	return do_send(CTX_EP(fid)->ep, &iov, 1, dest, tag, data,
-	               CTX_EP(fid)->tx_flags | FI_REMOTE_CQ_DATA, context, true, false);
+	return do_send(lm_rdm_ctx_of(fid)->ep, &iov, 1, dest, tag, data,
+	               lm_rdm_ctx_of(fid)->tx_flags | FI_REMOTE_CQ_DATA, context, true,
+	               false);
 }
 
 static ssize_t rdm_tinjectdata(struct fid_ep *fid, const void *buf, size_t len,
@@ -855,7 +844,7 @@ static ssize_t rdm_tinjectdata(struct fid_ep *fid, const void *buf, size_t len,
 {
 	struct iovec iov = {(void *)buf, len};
 
-	return do_send(CTX_EP(fid)->ep, &iov, 1, dest, tag, data,
+	return do_send(lm_rdm_ctx_of(fid)->ep, &iov, 1, dest, tag, data,
 	               FI_INJECT | FI_REMOTE_CQ_DATA, NULL, true, true);
 }
 

@@ -32,6 +32,44 @@ struct lm_rdm_tx *lm_rdm_tx_alloc(struct lm_rdm_ep *ep)
 	return tx;
 }
 
+struct lm_rdm_tx *lm_rdm_tx_begin(struct lm_rdm_ep *ep, fi_addr_t dest, uint64_t flags,
+                                  void *context, bool inject_call, ssize_t *err)
+{
+	struct lm_rdm_peer *peer = lm_rdm_peer_by_fiaddr(ep, dest);
+	struct lm_rdm_tx *tx;
+
+	if (!peer) {
+		*err = -FI_EINVAL;
+		return NULL;
+	}
+	/* Earlier requests waiting for room go first, so calls stay in order. */
+	if (!lm_list_empty(&ep->tx_queue))
+		lm_rdm_tx_flush(ep);
+	tx = lm_rdm_tx_alloc(ep);
+	if (!tx) {
+		*err = -FI_EAGAIN;
+		return NULL;
+	}
+	tx->peer = peer;
+	tx->context = context;
+	tx->report = lm_rdm_tx_reports(ep, flags, inject_call);
+	return tx;
+}
+
+void lm_rdm_tx_set_iov(struct lm_rdm_tx *tx, const struct iovec *iov, size_t count,
+                       size_t len, bool copy)
+{
+	if (copy) {
+		lm_copy_from_iov(tx->inject, iov, count, 0, len);
+		tx->iov[0].iov_base = tx->inject;
+		tx->iov[0].iov_len = len;
+		tx->iov_count = 1;
+	} else {
+		memcpy(tx->iov, iov, count * sizeof(*iov));
+		tx->iov_count = count;
+	}
+}
+
 void lm_rdm_tx_free(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
 {
 	lm_list_remove(&tx->node);
@@ -433,6 +471,20 @@ static bool peer_gone(struct lm_rdm_ep *ep, struct lm_rdm_peer *p)
 	return p->dead;
 }
 
+/* Requests of list (tx_wait or tx_queue) to dead peers end with FI_EIO. */
+static void fail_gone_tx(struct lm_rdm_ep *ep, struct lm_list *list)
+{
+	struct lm_list *it, *tmp;
+
+	lm_list_foreach_safe(list, it, tmp)
+	{
+		struct lm_rdm_tx *tx = lm_container_of(it, struct lm_rdm_tx, node);
+
+		if (peer_gone(ep, tx->peer))
+			lm_rdm_tx_done(ep, tx, FI_EIO);
+	}
+}
+
 static void check_peers(struct lm_rdm_ep *ep)
 {
 	struct lm_list *it, *tmp;
@@ -441,20 +493,8 @@ static void check_peers(struct lm_rdm_ep *ep)
 	if (now - ep->last_check_ms < LIVENESS_MS)
 		return;
 	ep->last_check_ms = now;
-	lm_list_foreach_safe(&ep->tx_wait, it, tmp)
-	{
-		struct lm_rdm_tx *tx = lm_container_of(it, struct lm_rdm_tx, node);
-
-		if (peer_gone(ep, tx->peer))
-			lm_rdm_tx_done(ep, tx, FI_EIO);
-	}
-	lm_list_foreach_safe(&ep->tx_queue, it, tmp)
-	{
-		struct lm_rdm_tx *tx = lm_container_of(it, struct lm_rdm_tx, node);
-
-		if (peer_gone(ep, tx->peer))
-			lm_rdm_tx_done(ep, tx, FI_EIO);
-	}
+	fail_gone_tx(ep, &ep->tx_wait);
+	fail_gone_tx(ep, &ep->tx_queue);
 	lm_list_foreach_safe(&ep->rndv_active, it, tmp)
 	{
 		struct lm_rdm_rndv *r = lm_container_of(it, struct lm_rdm_rndv, node);

@@ -308,9 +308,14 @@ struct lm_rdm_peer *lm_rdm_peer_by_fiaddr(struct lm_rdm_ep *ep, fi_addr_t addr);
 struct lm_rdm_peer *lm_rdm_peer_by_addr(struct lm_rdm_ep *ep, const void *addr);
 fi_addr_t lm_rdm_peer_fiaddr(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer);
 
+static inline struct lm_rdm_ctx *lm_rdm_ctx_of(struct fid_ep *fid)
+{
+	return lm_container_of(fid, struct lm_rdm_ctx, ep_fid);
+}
+
 static inline struct lm_rdm_ep *lm_rdm_ep_of(struct fid_ep *fid)
 {
-	return lm_container_of(fid, struct lm_rdm_ctx, ep_fid)->ep;
+	return lm_rdm_ctx_of(fid)->ep;
 }
 
 /* progress.c */
@@ -326,8 +331,32 @@ static inline uint64_t lm_rdm_tx_handle(const struct lm_rdm_tx *tx)
 {
 	return (uint64_t)tx->gen << 32 | tx->slot;
 }
+/* Whether a data call's completion goes to the CQ: never for the inject
+ * calls, and with FI_SELECTIVE_COMPLETION only when asked (FI_COMPLETION). */
+static inline bool lm_rdm_tx_reports(const struct lm_rdm_ep *ep, uint64_t flags,
+                                     bool inject_call)
+{
+	return ep->tx_cq && !inject_call &&
+	       (!ep->tx_selective || (flags & FI_COMPLETION));
+}
+/* A request for a data call to dest, behind any queued ones, with peer,
+ * context and report set; NULL with *err -FI_EINVAL (unknown dest) or
+ * -FI_EAGAIN (no free request).  Under ep->lock. */
+struct lm_rdm_tx *lm_rdm_tx_begin(struct lm_rdm_ep *ep, fi_addr_t dest, uint64_t flags,
+                                  void *context, bool inject_call, ssize_t *err);
+/* tx's buffers: the caller's iov, or (copy) len bytes of it in tx->inject. */
+void lm_rdm_tx_set_iov(struct lm_rdm_tx *tx, const struct iovec *iov, size_t count,
+                       size_t len, bool copy);
 /* Send tx's first packet now, or queue it behind earlier ones. */
 ssize_t lm_rdm_tx_start(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx);
+/* tx's first packet is h, naming tx as its sender's request: start it. */
+static inline ssize_t lm_rdm_tx_launch(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx,
+                                       struct lm_rdm_hdr *h)
+{
+	h->sreq = lm_rdm_tx_handle(tx);
+	tx->hdr = *h;
+	return lm_rdm_tx_start(ep, tx);
+}
 /* Push queued packets as far as the link takes them. */
 void lm_rdm_tx_flush(struct lm_rdm_ep *ep);
 /* A control packet with payload; queued (copied) when the link is full. */

@@ -232,7 +232,6 @@ static ssize_t rma_post(struct lm_rdm_ctx *ctx, bool write, const struct iovec *
 {
 	struct lm_rdm_ep *ep = ctx->ep;
 	struct lm_rdm_hdr h = {.version = LM_RDM_WIRE_VERSION};
-	struct lm_rdm_peer *peer;
 	struct lm_rdm_tx *tx;
 	size_t len;
 	ssize_t ret = 0;
@@ -251,22 +250,9 @@ static ssize_t rma_post(struct lm_rdm_ctx *ctx, bool write, const struct iovec *
 		ret = -FI_EMSGSIZE;
 		goto out;
 	}
-	peer = lm_rdm_peer_by_fiaddr(ep, addr);
-	if (!peer) {
-		ret = -FI_EINVAL;
+	tx = lm_rdm_tx_begin(ep, addr, flags, context, inject_call, &ret);
+	if (!tx)
 		goto out;
-	}
-	if (!lm_list_empty(&ep->tx_queue))
-		lm_rdm_tx_flush(ep);
-	tx = lm_rdm_tx_alloc(ep);
-	if (!tx) {
-		ret = -FI_EAGAIN;
-		goto out;
-	}
-	tx->peer = peer;
-	tx->context = context;
-	tx->report =
-	    ep->tx_cq && !inject_call && (!ep->tx_selective || (flags & FI_COMPLETION));
 	tx->cntr = ep->cntr[write ? LM_CNTR_WRITE : LM_CNTR_READ];
 	tx->cq_flags = FI_RMA | (write ? FI_WRITE : FI_READ);
 	tx->len = len;
@@ -276,15 +262,7 @@ static ssize_t rma_post(struct lm_rdm_ctx *ctx, bool write, const struct iovec *
 	h.data = data;
 	if (write && (flags & FI_REMOTE_CQ_DATA))
 		h.flags |= LM_HF_CQ_DATA;
-	if (write && (flags & FI_INJECT)) {
-		lm_copy_from_iov(tx->inject, iov, count, 0, len);
-		tx->iov[0].iov_base = tx->inject;
-		tx->iov[0].iov_len = len;
-		tx->iov_count = 1;
-	} else {
-		memcpy(tx->iov, iov, count * sizeof(*iov));
-		tx->iov_count = count;
-	}
+	lm_rdm_tx_set_iov(tx, iov, count, len, write && (flags & FI_INJECT));
 	if (!write) {
 		tx->op = h.op = LM_OP_READ_REQ;
 		if (ep->bulk)
@@ -297,15 +275,11 @@ static ssize_t rma_post(struct lm_rdm_ctx *ctx, bool write, const struct iovec *
 		h.op = LM_OP_WRITE;
 		h.flags |= LM_HF_RNDV | (ep->bulk ? LM_HF_BULK : 0);
 	}
-	h.sreq = lm_rdm_tx_handle(tx);
-	tx->hdr = h;
-	ret = lm_rdm_tx_start(ep, tx);
+	ret = lm_rdm_tx_launch(ep, tx, &h);
 out:
 	lm_lock_release(&ep->lock);
 	return ret;
 }
-
-#define CTX(fid) (lm_container_of(fid, struct lm_rdm_ctx, ep_fid))
 
 /* fi_msg_rma: loom's rma_iov_limit is 1, and the local length must fit. */
 static ssize_t rma_msg(struct fid_ep *fid, const struct fi_msg_rma *msg, uint64_t flags,
@@ -319,9 +293,9 @@ static ssize_t rma_msg(struct fid_ep *fid, const struct fi_msg_rma *msg, uint64_
 	len = lm_iov_len(msg->msg_iov, msg->iov_count);
 	if (len > msg->rma_iov[0].len)
 		return -FI_EINVAL;
-	return rma_post(CTX(fid), write, msg->msg_iov, msg->iov_count, msg->addr,
-	                msg->rma_iov[0].addr, msg->rma_iov[0].key, msg->data, flags,
-	                msg->context, false);
+	return rma_post(lm_rdm_ctx_of(fid), write, msg->msg_iov, msg->iov_count,
+	                msg->addr, msg->rma_iov[0].addr, msg->rma_iov[0].key, msg->data,
+	                flags, msg->context, false);
 }
 
 static ssize_t rdm_read(struct fid_ep *fid, void *buf, size_t len, void *desc,
@@ -330,8 +304,8 @@ static ssize_t rdm_read(struct fid_ep *fid, void *buf, size_t len, void *desc,
 	struct iovec iov = {buf, len};
 
 	(void)desc;
-	return rma_post(CTX(fid), false, &iov, 1, src, addr, key, 0, CTX(fid)->tx_flags,
-	                context, false);
+	return rma_post(lm_rdm_ctx_of(fid), false, &iov, 1, src, addr, key, 0,
+	                lm_rdm_ctx_of(fid)->tx_flags, context, false);
 }
 
 static ssize_t rdm_readv(struct fid_ep *fid, const struct iovec *iov, void **desc,
@@ -339,8 +313,8 @@ static ssize_t rdm_readv(struct fid_ep *fid, const struct iovec *iov, void **des
                          void *context)
 {
 	(void)desc;
-	return rma_post(CTX(fid), false, iov, count, src, addr, key, 0,
-	                CTX(fid)->tx_flags, context, false);
+	return rma_post(lm_rdm_ctx_of(fid), false, iov, count, src, addr, key, 0,
+	                lm_rdm_ctx_of(fid)->tx_flags, context, false);
 }
 
 static ssize_t rdm_readmsg(struct fid_ep *fid, const struct fi_msg_rma *msg,
@@ -355,8 +329,8 @@ static ssize_t rdm_write(struct fid_ep *fid, const void *buf, size_t len, void *
 	struct iovec iov = {(void *)buf, len};
 
 	(void)desc;
-	return rma_post(CTX(fid), true, &iov, 1, dest, addr, key, 0, CTX(fid)->tx_flags,
-	                context, false);
+	return rma_post(lm_rdm_ctx_of(fid), true, &iov, 1, dest, addr, key, 0,
+	                lm_rdm_ctx_of(fid)->tx_flags, context, false);
 }
 
 static ssize_t rdm_writev(struct fid_ep *fid, const struct iovec *iov, void **desc,
@@ -364,8 +338,8 @@ static ssize_t rdm_writev(struct fid_ep *fid, const struct iovec *iov, void **de
                           void *context)
 {
 	(void)desc;
-	return rma_post(CTX(fid), true, iov, count, dest, addr, key, 0,
-	                CTX(fid)->tx_flags, context, false);
+	return rma_post(lm_rdm_ctx_of(fid), true, iov, count, dest, addr, key, 0,
+	                lm_rdm_ctx_of(fid)->tx_flags, context, false);
 }
 
 static ssize_t rdm_writemsg(struct fid_ep *fid, const struct fi_msg_rma *msg,
@@ -379,8 +353,8 @@ static ssize_t rdm_inject_write(struct fid_ep *fid, const void *buf, size_t len,
 {
 	struct iovec iov = {(void *)buf, len};
 
-	return rma_post(CTX(fid), true, &iov, 1, dest, addr, key, 0, FI_INJECT, NULL,
-	                true);
+	return rma_post(lm_rdm_ctx_of(fid), true, &iov, 1, dest, addr, key, 0, FI_INJECT,
+	                NULL, true);
 }
 
 static ssize_t rdm_writedata(struct fid_ep *fid, const void *buf, size_t len, void *desc,
@@ -390,8 +364,8 @@ static ssize_t rdm_writedata(struct fid_ep *fid, const void *buf, size_t len, vo
 	struct iovec iov = {(void *)buf, len};
 
 	(void)desc;
-	return rma_post(CTX(fid), true, &iov, 1, dest, addr, key, data,
-	                CTX(fid)->tx_flags | FI_REMOTE_CQ_DATA, context, false);
+	return rma_post(lm_rdm_ctx_of(fid), true, &iov, 1, dest, addr, key, data,
+	                lm_rdm_ctx_of(fid)->tx_flags | FI_REMOTE_CQ_DATA, context, false);
 }
 
 static ssize_t rdm_inject_writedata(struct fid_ep *fid, const void *buf, size_t len,
@@ -400,7 +374,7 @@ static ssize_t rdm_inject_writedata(struct fid_ep *fid, const void *buf, size_t 
 {
 	struct iovec iov = {(void *)buf, len};
 
-	return rma_post(CTX(fid), true, &iov, 1, dest, addr, key, data,
+	return rma_post(lm_rdm_ctx_of(fid), true, &iov, 1, dest, addr, key, data,
 	                FI_INJECT | FI_REMOTE_CQ_DATA, NULL, true);
 }
 
