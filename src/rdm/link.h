@@ -51,6 +51,7 @@ struct lm_link_ops {
 	size_t addrlen; /* binary address size */
 	/* FI_ADDR_STR text (or node + service) <-> binary address. */
 	int (*addr_from_str)(const char *node, const char *service, void *addr);
+	const char *addr_prefix; /* FI_ADDR_STR text prefix (lm_av_addr_ops) */
 	int (*addr_to_str)(const void *addr, char *buf, size_t *len);
 
 	/* name: the address to take (fi_setname, info->src_addr) or NULL for

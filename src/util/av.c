@@ -394,12 +394,28 @@ static int av_insert(struct fid_av *av_fid, const void *addr, size_t count,
                      fi_addr_t *fi_addr, uint64_t flags, void *context)
 {
 	struct lm_av *av = av_of(av_fid);
+	const char *p = addr, **names;
+	int ret;
 
 	if (count && !addr)
 		return -FI_EINVAL;
-	/* On an FI_ADDR_STR domain applications pass an array of strings. */
-	return insert_batch(av, count, av->str_format ? src_strings : src_binary, addr,
-	                    fi_addr, flags, context);
+	/* On an FI_ADDR_STR domain applications pass an array of strings, or
+	 * (see lm_av_addr_ops.str_prefix) the strings packed one after the
+	 * other. */
+	if (!av->str_format || !count || !av->ops->str_prefix ||
+	    strncmp(p, av->ops->str_prefix, strlen(av->ops->str_prefix)))
+		return insert_batch(av, count, av->str_format ? src_strings : src_binary,
+		                    addr, fi_addr, flags, context);
+	names = calloc(count, sizeof(*names));
+	if (!names)
+		return -FI_ENOMEM;
+	for (size_t i = 0; i < count; i++) {
+		names[i] = p;
+		p += strlen(p) + 1;
+	}
+	ret = insert_batch(av, count, src_strings, names, fi_addr, flags, context);
+	free(names);
+	return ret;
 }
 
 static int av_insertsvc(struct fid_av *av_fid, const char *node, const char *service,

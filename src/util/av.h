@@ -20,6 +20,12 @@ struct lm_av_addr_ops {
 	/* For fi_av_straddr: write at most *len bytes (NUL-terminated when
 	 * anything is written) and set *len to the full length with NUL. */
 	int (*to_str)(const void *addr, char *buf, size_t *len);
+	/* Optional: how this provider's FI_ADDR_STR text starts ("fi_shm://").
+	 * man fi_av has FI_ADDR_STR addresses inserted as an array of char *;
+	 * libfabric's own providers also take them packed in the buffer, and
+	 * binaries such as fi_pingpong rely on that.  A buffer starting with
+	 * the prefix cannot be an array of pointers, so both are accepted. */
+	const char *str_prefix;
 	/* Optional: attach the provider's peer object (returned by
 	 * lm_av_peer); a negative return fails that one insertion. */
 	int (*on_insert)(struct lm_av *av, fi_addr_t fi_addr, const void *addr,

@@ -340,6 +340,7 @@ const struct lm_link_ops shm_link_ops = {
     .name = "shm",
     .addrlen = sizeof(struct shm_bin_addr),
     .addr_from_str = shm_from_str,
+    .addr_prefix = SHM_ADDR_PREFIX,
     .addr_to_str = shm_to_str,
     .open = shm_link_open,
     .close = shm_link_close,

@@ -109,57 +109,6 @@ static int shm_getinfo(uint32_t version, const char *node, const char *service,
 	return 0;
 }
 
-/* ---- AV ------------------------------------------------------------------
- * man fi_av says FI_ADDR_STR addresses are inserted as an array of char *;
- * libfabric's own shm takes them packed in the buffer itself, and binaries
- * such as fi_pingpong rely on that.  Both are accepted: a buffer starting
- * with the address prefix cannot be an array of pointers on this ABI. */
-
-static struct fi_ops_av shm_av_ops;
-static pthread_once_t shm_av_once = PTHREAD_ONCE_INIT;
-static const struct fi_ops_av *util_av_ops;
-
-static int shm_av_insert(struct fid_av *av, const void *addr, size_t count,
-                         fi_addr_t *fi_addr, uint64_t flags, void *context)
-{
-	const char *p = addr;
-	const char **names;
-	int ret;
-
-	if (!addr || !count || strncmp(p, SHM_ADDR_PREFIX, strlen(SHM_ADDR_PREFIX)))
-		return util_av_ops->insert(av, addr, count, fi_addr, flags, context);
-	names = calloc(count, sizeof(*names));
-	if (!names)
-		return -FI_ENOMEM;
-	for (size_t i = 0; i < count; i++) {
-		names[i] = p;
-		p += strlen(p) + 1;
-	}
-	ret = util_av_ops->insert(av, names, count, fi_addr, flags, context);
-	free(names);
-	return ret;
-}
-
-static void shm_av_ops_init(void)
-{
-	shm_av_ops = *util_av_ops;
-	shm_av_ops.insert = shm_av_insert;
-}
-
-static int shm_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
-                       struct fid_av **av, void *context)
-{
-	int ret = lm_av_open(domain, attr, av, context);
-
-	if (ret)
-		return ret;
-	if (!util_av_ops)
-		util_av_ops = (*av)->ops;
-	pthread_once(&shm_av_once, shm_av_ops_init);
-	(*av)->ops = &shm_av_ops;
-	return 0;
-}
-
 /* ---- fabric and domain --------------------------------------------------- */
 
 static struct fi_ops_domain shm_domain_ops;
@@ -185,7 +134,6 @@ static int shm_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 		return ret;
 	}
 	shm_domain_ops = lm_rdm_domain_ops;
-	shm_domain_ops.av_open = shm_av_open;
 	dom->util.domain_fid.ops = &shm_domain_ops;
 	fi_param_get_bool(&shm_prov, "disable_cma", &no_cma);
 	shm_cma_set_disabled(no_cma != 0);
