@@ -254,6 +254,7 @@ static void rndv_start(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx,
 		return;
 	}
 	r->rma = false;
+	r->pushing = false;
 	r->rx = rx;
 	r->peer = peer;
 	r->src = src;
@@ -276,28 +277,38 @@ static void rndv_start(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx,
 	if ((hflags & LM_HF_BULK) && ep->bulk && !peer->bulk_broken &&
 	    ep->link->ops->bulk_read && rts->iov_count <= LM_IOV_LIMIT) {
 		struct iovec remote[LM_IOV_LIMIT], local[LM_IOV_LIMIT];
-		size_t rn = 0, ln = 0, left = r->cap;
+		size_t rn, ln, mine = r->cap;
 		ssize_t got;
 
-		for (size_t i = 0; i < rts->iov_count && left; i++) {
-			size_t n = LM_MIN(left, rts->iov[i].len);
+		/* Split: the sender writes the upper part while we read the
+		 * lower one. */
+		if ((hflags & LM_HF_SPLIT) && r->cap >= LM_SPLIT_MIN) {
+			struct lm_rdm_rts push;
+			struct lm_rdm_hdr ph = {.version = LM_RDM_WIRE_VERSION,
+			                        .op = LM_OP_PUSH,
+			                        .sreq = sreq,
+			                        .rreq = rndv_handle(ep, r)};
 
-			remote[rn].iov_base = (void *)(uintptr_t)rts->iov[i].base;
-			remote[rn++].iov_len = n;
-			left -= n;
+			mine = (r->cap / 2) & ~(size_t)4095;
+			push.iov_count = lm_rdm_iov_slice(r->iov, r->iov_count, mine,
+			                                  r->cap - mine, local);
+			lm_rdm_rts_from_iov(&push, local, push.iov_count);
+			ph.addr = mine;
+			ph.size = r->cap - mine;
+			r->remote = *rts;
+			r->pushing = true;
+			lm_list_push_back(&ep->rndv_active, &r->node);
+			lm_rdm_ctl_send(ep, peer, &ph, &push, lm_rdm_rts_len(&push));
 		}
-		left = r->cap;
-		for (size_t i = 0; i < r->iov_count && left; i++) {
-			size_t n = LM_MIN(left, r->iov[i].iov_len);
-
-			local[ln].iov_base = r->iov[i].iov_base;
-			local[ln++].iov_len = n;
-			left -= n;
-		}
-		got = r->cap ? ep->link->ops->bulk_read(ep->link, peer->lp, local, ln,
-		                                        remote, rn)
-		             : 0;
-		if (got == (ssize_t)r->cap) {
+		rn = lm_rdm_rts_iov(rts, mine, remote);
+		ln = lm_rdm_iov_slice(r->iov, r->iov_count, 0, mine, local);
+		got = mine && rn ? ep->link->ops->bulk_read(ep->link, peer->lp, local, ln,
+		                                            remote, rn)
+		                 : 0;
+		if (got == (ssize_t)mine) {
+			r->got = mine;
+			if (r->pushing)
+				return; /* the rest when PUSHED comes */
 			send_answer(ep, peer, LM_OP_FIN, sreq, 0);
 			rndv_finish(ep, r, 0);
 			return;
@@ -311,6 +322,12 @@ static void rndv_start(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx,
 		LM_INFO(ep->dom->util.fabric->prov, FI_LOG_EP_DATA,
 		        "bulk read failed (%zd); falling back to copies\n", got);
 		peer->bulk_broken = true;
+		if (r->pushing) {
+			/* The sender may still be writing its part: CTS once
+			 * its PUSHED is here (lm_rdm_on_pushed). */
+			r->got = 0;
+			return;
+		}
 	}
 	lm_list_push_back(&ep->rndv_active, &r->node);
 	send_answer(ep, peer, LM_OP_CTS, sreq, rndv_handle(ep, r));
@@ -338,6 +355,91 @@ void lm_rdm_rndv_data(struct lm_rdm_ep *ep, const struct lm_rdm_hdr *h,
 	}
 }
 
+/* Sender side of a split rendezvous: write the part the receiver asked
+ * for straight into its memory, then say so. */
+void lm_rdm_on_push(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
+                    const struct lm_rdm_hdr *h, const void *payload, size_t plen)
+{
+	struct lm_rdm_tx *tx = lm_rdm_tx_lookup(ep, h->sreq);
+	struct lm_rdm_hdr a = {.version = LM_RDM_WIRE_VERSION,
+	                       .op = LM_OP_PUSHED,
+	                       .sreq = h->sreq,
+	                       .rreq = h->rreq,
+	                       .data = FI_EOPNOTSUPP};
+	struct iovec local[LM_IOV_LIMIT], remote[LM_IOV_LIMIT];
+	struct lm_rdm_rts rts;
+	size_t ln, rn;
+	ssize_t got;
+
+	if (!tx || tx->op != LM_OP_RTS || tx->state != LM_TX_WAIT || tx->peer != peer)
+		return;
+	if (h->addr > tx->len || h->size > tx->len - h->addr ||
+	    lm_rdm_rts_parse(&rts, payload, plen) ||
+	    !(rn = lm_rdm_rts_iov(&rts, h->size, remote))) {
+		a.data = FI_EINVAL;
+	} else if (ep->bulk && !peer->bulk_broken && ep->link->ops->bulk_write) {
+		ln = lm_rdm_iov_slice(tx->iov, tx->iov_count, h->addr, h->size, local);
+		got = h->size ? ep->link->ops->bulk_write(ep->link, peer->lp, local, ln,
+		                                          remote, rn)
+		              : 0;
+		if (got == (ssize_t)h->size) {
+			a.data = 0;
+		} else if (got == -FI_EIO) {
+			return; /* the receiver is gone: liveness ends tx */
+		} else {
+			LM_INFO(ep->dom->util.fabric->prov, FI_LOG_EP_DATA,
+			        "bulk write failed (%zd); the receiver reads instead\n",
+			        got);
+			peer->bulk_broken = true;
+		}
+	}
+	lm_rdm_ctl_send(ep, peer, &a, NULL, 0);
+}
+
+/* Receiver side: the sender's part is in place (or it could not write). */
+void lm_rdm_on_pushed(struct lm_rdm_ep *ep, const struct lm_rdm_hdr *h)
+{
+	uint32_t slot = (uint32_t)h->rreq;
+	struct lm_rdm_rndv *r;
+
+	if (slot >= ep->rndv_count)
+		return;
+	r = &ep->rndv[slot];
+	if (!r->used || r->gen != (uint32_t)(h->rreq >> 32) || !r->pushing ||
+	    r->sreq != h->sreq)
+		return;
+	r->pushing = false;
+	if (r->got && !h->data) {
+		send_answer(ep, r->peer, LM_OP_FIN, r->sreq, 0);
+		rndv_finish(ep, r, 0);
+		return;
+	}
+	if (r->got) { /* the sender could not write: read its part too */
+		struct iovec whole[LM_IOV_LIMIT], remote[LM_IOV_LIMIT];
+		struct iovec local[LM_IOV_LIMIT];
+		size_t rest = r->cap - r->got;
+		size_t wn = lm_rdm_rts_iov(&r->remote, r->cap, whole);
+		size_t rn = lm_rdm_iov_slice(whole, wn, r->got, rest, remote);
+		size_t ln = lm_rdm_iov_slice(r->iov, r->iov_count, r->got, rest, local);
+		ssize_t got = ep->link->ops->bulk_read(ep->link, r->peer->lp, local, ln,
+		                                       remote, rn);
+
+		if (got == (ssize_t)rest) {
+			send_answer(ep, r->peer, LM_OP_FIN, r->sreq, 0);
+			rndv_finish(ep, r, 0);
+			return;
+		}
+		if (got == -FI_EIO) {
+			rndv_finish(ep, r, FI_EIO);
+			return;
+		}
+		r->peer->bulk_broken = true;
+	}
+	/* Our own read was refused: the whole message by packets. */
+	r->got = 0;
+	send_answer(ep, r->peer, LM_OP_CTS, r->sreq, rndv_handle(ep, r));
+}
+
 /* ---- arrivals ------------------------------------------------------------- */
 
 void lm_rdm_msg_recv(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
@@ -351,10 +453,7 @@ void lm_rdm_msg_recv(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 	struct lm_rdm_rts rts;
 
 	if (h->op == LM_OP_RTS) {
-		if (plen != sizeof(rts))
-			return;
-		memcpy(&rts, payload, sizeof(rts));
-		if (rts.iov_count > LM_IOV_LIMIT)
+		if (lm_rdm_rts_parse(&rts, payload, plen))
 			return;
 	} else if (plen != h->size) {
 		return;
@@ -730,6 +829,9 @@ static ssize_t do_send(struct lm_rdm_ep *ep, const struct iovec *iov, size_t cou
 		h.op = LM_OP_RTS;
 		if (ep->bulk)
 			h.flags |= LM_HF_BULK;
+		if (ep->bulk && len >= LM_SPLIT_MIN && !peer->bulk_broken &&
+		    (ep->link->caps & LM_LINK_BULK_WRITE))
+			h.flags |= LM_HF_SPLIT;
 		lm_rdm_tx_set_iov(tx, iov, count, len, false);
 	}
 	ret = lm_rdm_tx_launch(ep, tx, &h);

@@ -187,8 +187,7 @@ size_t lm_copy_from_iov(void *dst, const struct iovec *iov, size_t iov_count,
 	return done;
 }
 
-/* The part [off, off + len) of iov as a new iov array; returns its count. */
-static size_t iov_slice(const struct iovec *iov, size_t count, size_t off, size_t len,
+size_t lm_rdm_iov_slice(const struct iovec *iov, size_t count, size_t off, size_t len,
                         struct iovec *out)
 {
 	size_t n = 0;
@@ -208,6 +207,43 @@ static size_t iov_slice(const struct iovec *iov, size_t count, size_t off, size_
 		off = 0;
 	}
 	return n;
+}
+
+void lm_rdm_rts_from_iov(struct lm_rdm_rts *rts, const struct iovec *iov, size_t count)
+{
+	rts->iov_count = count;
+	for (size_t i = 0; i < count; i++) {
+		rts->iov[i].base = (uintptr_t)iov[i].iov_base;
+		rts->iov[i].len = iov[i].iov_len;
+	}
+}
+
+int lm_rdm_rts_parse(struct lm_rdm_rts *rts, const void *payload, size_t plen)
+{
+	if (plen < sizeof(rts->iov_count))
+		return -FI_EINVAL;
+	memcpy(&rts->iov_count, payload, sizeof(rts->iov_count));
+	if (rts->iov_count > LM_IOV_LIMIT || plen != lm_rdm_rts_len(rts))
+		return -FI_EINVAL;
+	memcpy(rts->iov, (const char *)payload + sizeof(rts->iov_count),
+	       plen - sizeof(rts->iov_count));
+	return 0;
+}
+
+size_t lm_rdm_rts_iov(const struct lm_rdm_rts *rts, uint64_t size, struct iovec *out)
+{
+	size_t n = 0;
+
+	out[0].iov_base = NULL; /* a zero-length transfer names one empty piece */
+	out[0].iov_len = 0;
+	for (size_t i = 0; i < rts->iov_count && size; i++) {
+		size_t take = LM_MIN(size, rts->iov[i].len);
+
+		out[n].iov_base = (void *)(uintptr_t)rts->iov[i].base;
+		out[n++].iov_len = take;
+		size -= take;
+	}
+	return size ? 0 : n ? n : 1;
 }
 
 static ssize_t link_send(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
@@ -237,7 +273,7 @@ static ssize_t tx_stream(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
 		struct lm_rdm_hdr h = tx->hdr;
 		struct iovec iov[LM_IOV_LIMIT];
 		size_t n = LM_MIN(piece, tx->len - tx->done);
-		size_t cnt = iov_slice(tx->iov, tx->iov_count, tx->done, n, iov);
+		size_t cnt = lm_rdm_iov_slice(tx->iov, tx->iov_count, tx->done, n, iov);
 		ssize_t ret;
 
 		h.len = (uint32_t)n;
@@ -268,15 +304,12 @@ static ssize_t tx_push(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
 		return tx_stream(ep, tx);
 	case LM_OP_RTS:
 	case LM_OP_READ_REQ: {
-		struct lm_rdm_rts rts = {.iov_count = tx->iov_count};
+		struct lm_rdm_rts rts;
 
-		for (size_t i = 0; i < tx->iov_count; i++) {
-			rts.iov[i].base = (uintptr_t)tx->iov[i].iov_base;
-			rts.iov[i].len = tx->iov[i].iov_len;
-		}
+		lm_rdm_rts_from_iov(&rts, tx->iov, tx->iov_count);
 		iov[0].iov_base = &rts;
-		iov[0].iov_len = sizeof(rts);
-		tx->hdr.len = sizeof(rts);
+		iov[0].iov_len = lm_rdm_rts_len(&rts);
+		tx->hdr.len = (uint32_t)iov[0].iov_len;
 		return link_send(ep, tx->peer, &tx->hdr, iov, 1);
 	}
 	default:
@@ -339,9 +372,11 @@ void lm_rdm_ctl_send(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 {
 	struct lm_rdm_ctl *c;
 	struct iovec iov = {(void *)payload, len};
+	struct lm_rdm_hdr h = *hdr;
 
+	h.len = (uint32_t)len;
 	if (lm_list_empty(&ep->ctl_queue)) {
-		ssize_t ret = link_send(ep, peer, hdr, &iov, len ? 1 : 0);
+		ssize_t ret = link_send(ep, peer, &h, &iov, len ? 1 : 0);
 
 		if (ret != -FI_EAGAIN)
 			return; /* sent, or the peer is gone and wants no answer */
@@ -350,8 +385,7 @@ void lm_rdm_ctl_send(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 	if (!c)
 		return; /* the peer's request times out through liveness */
 	c->peer = peer;
-	c->hdr = *hdr;
-	c->hdr.len = (uint32_t)len;
+	c->hdr = h;
 	c->big = NULL;
 	if (len > sizeof(c->small)) {
 		c->big = malloc(len);
@@ -454,6 +488,12 @@ void lm_rdm_recv_pkt(void *arg, const void *src_addr, const void *hdr,
 	case LM_OP_ATOMIC:
 	case LM_OP_ATOMIC_RESP:
 		lm_rdm_atomic_recv(ep, peer, &h, payload, plen);
+		break;
+	case LM_OP_PUSH:
+		lm_rdm_on_push(ep, peer, &h, payload, plen);
+		break;
+	case LM_OP_PUSHED:
+		lm_rdm_on_pushed(ep, &h);
 		break;
 	default:
 		lm_rdm_rma_recv(ep, peer, &h, payload, plen);

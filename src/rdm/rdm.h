@@ -29,6 +29,13 @@
  *   eager:  S -EAGER(payload)-> R            [-ACK-> S for DELIVERY_COMPLETE]
  *   rndv:   S -RTS(iov list)-> R; R reads S's memory (bulk), R -FIN-> S
  *           or, without bulk: R -CTS-> S; S -DATA..DATA-> R; R -FIN-> S
+ *   split:  (RTS with SPLIT: S may also write R's memory in bulk, for large
+ *           messages) R -PUSH(R's iov list for [addr, addr + size))-> S
+ *           then both copy at once: R reads [0, addr) of S's memory while S
+ *           writes the rest into R's; S -PUSHED(status in data)-> R; once
+ *           R has both halves, R -FIN-> S.  A failed PUSH (S may not write
+ *           R's memory) is answered PUSHED(FI_EOPNOTSUPP) and R reads the
+ *           rest itself.
  * RMA and atomics (I = initiator, T = target) execute at T after T checked
  * key, bounds and access (lm_mr_verify*); every one is answered, so I's
  * completion means the data is in place (delivery complete).  A failed
@@ -46,8 +53,11 @@
  * Answers carry a status (a positive FI_E* code, 0 for success) in rreq.
  * Request handles are (generation << 32 | slot): a stale or forged handle
  * names no live request and the packet is dropped.
- * Version 2: RMA and atomics (version 1 peers dropped those packets). */
-#define LM_RDM_WIRE_VERSION 2
+ * An "iov list" payload is a count and that many (base, len) pairs, its
+ * length exactly 8 + 16 * count bytes (struct lm_rdm_rts).
+ * Version 2: RMA and atomics (version 1 peers dropped those packets).
+ * Version 3: iov lists sized by their count; PUSH/PUSHED. */
+#define LM_RDM_WIRE_VERSION 3
 
 enum {
 	LM_OP_EAGER = 1,
@@ -62,6 +72,8 @@ enum {
 	LM_OP_READ_RESP,
 	LM_OP_ATOMIC,
 	LM_OP_ATOMIC_RESP,
+	LM_OP_PUSH,
+	LM_OP_PUSHED,
 	LM_OP_MAX
 };
 
@@ -74,6 +86,7 @@ enum {
 #define LM_HF_FETCH   0x0020 /* ATOMIC: return the old values */
 #define LM_HF_COMPARE 0x0040 /* ATOMIC: payload holds compare values after operands */
 #define LM_HF_RNDV    0x0080 /* WRITE: payload is the initiator's iov list */
+#define LM_HF_SPLIT   0x0100 /* RTS: the sender can write the receiver's memory */
 
 struct lm_rdm_hdr {
 	uint8_t version;
@@ -91,13 +104,24 @@ struct lm_rdm_hdr {
 
 _Static_assert(sizeof(struct lm_rdm_hdr) == 64, "wire header is 64 bytes");
 
-/* RTS payload: the sender's buffer, for bulk reads. */
+/* An iov list (RTS, READ_REQ, WRITE with RNDV, PUSH payloads): only the
+ * first iov_count entries travel. */
 struct lm_rdm_rts {
 	uint64_t iov_count;
 	struct {
 		uint64_t base, len;
 	} iov[LM_IOV_LIMIT];
 };
+
+/* Bytes of the list that go on the wire. */
+static inline size_t lm_rdm_rts_len(const struct lm_rdm_rts *rts)
+{
+	return sizeof(rts->iov_count) + rts->iov_count * sizeof(rts->iov[0]);
+}
+
+/* Messages from this size up use the split rendezvous when both sides may
+ * copy each other's memory: two CPUs copy at once. */
+#define LM_SPLIT_MIN (256 * 1024)
 
 /* ---- domain --------------------------------------------------------------
  * A provider built on the engine embeds this at the start of its domain
@@ -194,7 +218,9 @@ struct lm_rdm_rndv {
 	size_t off, place_len; /* multi-receive placement */
 	uint64_t extra_flags;
 	uint64_t start_ms;
-	bool rma; /* the target side of a streamed RMA write, not a message */
+	bool rma;     /* the target side of a streamed RMA write, not a message */
+	bool pushing; /* split: waiting for the sender's PUSHED */
+	struct lm_rdm_rts remote; /* split: the sender's buffer, for fallback */
 };
 
 /* Payload kept for an unexpected message. */
@@ -413,5 +439,20 @@ static inline size_t lm_iov_len(const struct iovec *iov, size_t n)
 
 size_t lm_copy_from_iov(void *dst, const struct iovec *iov, size_t iov_count,
                         size_t offset, size_t len);
+/* The part [off, off + len) of iov as a new iov array; returns its count. */
+size_t lm_rdm_iov_slice(const struct iovec *iov, size_t count, size_t off, size_t len,
+                        struct iovec *out);
+/* iov as a wire iov list. */
+void lm_rdm_rts_from_iov(struct lm_rdm_rts *rts, const struct iovec *iov, size_t count);
+/* Take an iov list payload: 0, or -FI_EINVAL when its length does not
+ * match its count or the count is over LM_IOV_LIMIT. */
+int lm_rdm_rts_parse(struct lm_rdm_rts *rts, const void *payload, size_t plen);
+/* The first size bytes of rts as an iov array; 0 when rts holds fewer (a
+ * zero size gives one empty piece). */
+size_t lm_rdm_rts_iov(const struct lm_rdm_rts *rts, uint64_t size, struct iovec *out);
+/* split rendezvous (msg.c) */
+void lm_rdm_on_push(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
+                    const struct lm_rdm_hdr *h, const void *payload, size_t plen);
+void lm_rdm_on_pushed(struct lm_rdm_ep *ep, const struct lm_rdm_hdr *h);
 
 #endif

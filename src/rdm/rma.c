@@ -46,23 +46,10 @@ static size_t remote_iov(const void *payload, size_t plen, uint64_t size,
                          struct iovec *out)
 {
 	struct lm_rdm_rts rts;
-	size_t n = 0;
 
-	if (plen != sizeof(rts))
+	if (lm_rdm_rts_parse(&rts, payload, plen))
 		return 0;
-	memcpy(&rts, payload, sizeof(rts));
-	if (rts.iov_count > LM_IOV_LIMIT)
-		return 0;
-	out[0].iov_base = NULL; /* a zero-length transfer names one empty piece */
-	out[0].iov_len = 0;
-	for (size_t i = 0; i < rts.iov_count && size; i++) {
-		size_t take = LM_MIN(size, rts.iov[i].len);
-
-		out[n].iov_base = (void *)(uintptr_t)rts.iov[i].base;
-		out[n++].iov_len = take;
-		size -= take;
-	}
-	return size ? 0 : n ? n : 1;
+	return lm_rdm_rts_iov(&rts, size, out);
 }
 
 static int verify(struct lm_rdm_ep *ep, const struct lm_rdm_hdr *h, uint64_t access,

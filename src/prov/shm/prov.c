@@ -6,6 +6,8 @@
 
 #include "shm.h"
 
+#define SHM_EAGER_DEF 16384
+
 #define SHM_CAPS                                                                         \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV | FI_READ |         \
 	 FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_SOURCE | FI_DIRECTED_RECV |    \
@@ -138,6 +140,12 @@ static int shm_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 	fi_param_get_bool(&shm_prov, "disable_cma", &no_cma);
 	shm_cma_set_disabled(no_cma != 0);
 	dom->no_bulk = no_cma != 0;
+	if (!dom->no_bulk) {
+		size_t eager = SHM_EAGER_DEF;
+
+		fi_param_get_size_t(&shm_prov, "eager_size", &eager);
+		dom->eager_max = eager ? eager : 1;
+	}
 	*domain = &dom->util.domain_fid;
 	return 0;
 }
@@ -181,5 +189,10 @@ struct fi_provider *shm_prov_init(void)
 	                "Never use cross-memory attach (process_vm_readv) for large "
 	                "messages; copy them through shared bounce buffers instead "
 	                "(default: no, CMA is used when the kernel allows it)");
+	fi_param_define(&shm_prov, "eager_size", FI_PARAM_SIZE_T,
+	                "Largest message copied through the receiver's bounce "
+	                "buffers when cross-memory attach works; larger ones are "
+	                "copied once by process_vm_readv (default: %d)",
+	                SHM_EAGER_DEF);
 	return &shm_prov;
 }

@@ -1,0 +1,118 @@
+/* cma_oneway.c - large messages when cross-memory attach works in one
+ * direction only: rank 0 is not dumpable and neither process holds
+ * CAP_SYS_PTRACE, so rank 0 may read and write rank 1's memory but not
+ * the reverse.  Both the split rendezvous' fallbacks run (a receiver that
+ * cannot read its sender, a sender that cannot write its receiver), and
+ * every message must still arrive intact. */
+#include <errno.h>
+#include <linux/capability.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "shmtest.h"
+
+#define ROUNDS 6
+#define TMO    20000
+
+static struct st_ep E;
+static const size_t sizes[] = {300 * 1024, 1 << 20, 4 << 20};
+
+/* Take CAP_SYS_PTRACE out of the effective set (tests may run as root). */
+static int drop_ptrace_cap(void)
+{
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[2];
+
+	if (syscall(SYS_capget, &h, d))
+		return -1;
+	d[CAP_SYS_PTRACE / 32].effective &= ~(1u << (CAP_SYS_PTRACE % 32));
+	return (int)syscall(SYS_capset, &h, d);
+}
+
+static ssize_t wait_one(struct fid_cq *cq, struct fi_cq_tagged_entry *c)
+{
+	struct fi_cq_err_entry err;
+	ssize_t r = st_read(cq, c, NULL, &err, NULL, TMO);
+
+	if (r == -FI_EAVAIL)
+		fprintf(stderr, "rank %d: error completion %d (%s)\n", E.rank, err.err,
+		        fi_strerror(err.err));
+	else if (r != 1)
+		fprintf(stderr, "rank %d: no completion (%zd)\n", E.rank, r);
+	return r;
+}
+
+static int proc(int rank, int nprocs, void *arg)
+{
+	struct st_opts o = {.caps = FI_MSG};
+	size_t max = sizes[sizeof(sizes) / sizeof(sizes[0]) - 1];
+	char *sbuf = malloc(max), *rbuf = malloc(max);
+	int peer = 1 - rank;
+
+	(void)nprocs, (void)arg;
+	if (!sbuf || !rbuf || drop_ptrace_cap())
+		return 2;
+	if (rank == 0 && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0))
+		return 2;
+	if (st_open(&E, &o))
+		return 2;
+
+	/* The setup is what this test is about: rank 1 must be refused. */
+	if (rank == 1) {
+		char probe[8];
+		struct iovec l = {probe, sizeof(probe)};
+		struct iovec r = {sbuf, sizeof(probe)}; /* any address will do */
+
+		errno = 0;
+		CHECK(process_vm_readv(E.pid[0], &l, 1, &r, 1, 0) < 0);
+		CHECK_INT(errno, EPERM);
+	}
+	for (int round = 0; round < ROUNDS; round++) {
+		for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+			size_t len = sizes[s];
+			uint64_t mine = (uint64_t)rank << 32 | (uint64_t)round << 8 | s;
+			uint64_t theirs = (uint64_t)peer << 32 | (uint64_t)round << 8 | s;
+			struct fi_cq_tagged_entry c;
+			int rctx, sctx, got_r = 0, got_s = 0;
+
+			st_fill(sbuf, len, mine);
+			memset(rbuf, 0, len);
+			CHECK_INT(fi_recv(E.ep, rbuf, len, NULL, E.addr[peer], &rctx), 0);
+			st_barrier();
+			CHECK_INT(fi_send(E.ep, sbuf, len, NULL, E.addr[peer], &sctx), 0);
+			while (got_r + got_s < 2) {
+				if (wait_one(E.txcq, &c) != 1) {
+					CHECK(0);
+					return check_done();
+				}
+				if (c.op_context == &rctx) {
+					got_r++;
+					CHECK_INT(c.len, len);
+				} else {
+					CHECK(c.op_context == &sctx);
+					got_s++;
+				}
+			}
+			if (st_verify(rbuf, len, theirs) != (size_t)-1) {
+				fprintf(stderr, "rank %d: round %d size %zu differs at %zu\n",
+				        rank, round, len, st_verify(rbuf, len, theirs));
+				CHECK(0);
+			}
+		}
+	}
+	st_barrier();
+	CHECK_INT(st_close(&E), 0);
+	free(sbuf);
+	free(rbuf);
+	return check_done();
+}
+
+int main(void)
+{
+	return st_run("cma_oneway", 2, 120, proc, NULL, 0);
+}
