@@ -192,7 +192,8 @@ static void hook_run(struct lm_progress *p)
 	lm_rdm_progress(h->ep, sleepy);
 }
 
-static void hooks_add(struct lm_rdm_ep *ep)
+/* The CQs and counters to hook (under ep->lock, at enable). */
+static void hooks_prepare(struct lm_rdm_ep *ep)
 {
 	struct lm_cq *cqs[2] = {ep->tx_cq, ep->rx_cq};
 
@@ -214,6 +215,12 @@ static void hooks_add(struct lm_rdm_ep *ep)
 		ep->hooks[ep->nhooks].cntr = ep->cntr[i];
 		ep->nhooks++;
 	}
+}
+
+/* Register the hooks: outside ep->lock, because a CQ's progress runs its
+ * hooks under its own lock and they take ep->lock (one lock order). */
+static void hooks_add(struct lm_rdm_ep *ep)
+{
 	for (size_t i = 0; i < ep->nhooks; i++) {
 		struct lm_rdm_hook *h = &ep->hooks[i];
 
@@ -320,6 +327,8 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	}
 }
 
+/* Under ep->lock: 1 when newly enabled (the caller then adds the hooks,
+ * outside the lock), 0 when it already was, or a negative error. */
 static int ep_enable(struct lm_rdm_ep *ep)
 {
 	bool any_cntr = false;
@@ -332,9 +341,9 @@ static int ep_enable(struct lm_rdm_ep *ep)
 		any_cntr |= ep->cntr[i] != NULL;
 	if (!ep->tx_cq && !ep->rx_cq && !any_cntr)
 		return -FI_ENOCQ;
-	hooks_add(ep);
+	hooks_prepare(ep);
 	ep->enabled = true;
-	return 0;
+	return 1; /* the caller adds the hooks */
 }
 
 static void drain_requests(struct lm_rdm_ep *ep)
@@ -447,6 +456,10 @@ static int ep_control(struct fid *fid, int command, void *arg)
 		lm_lock_acquire(&ctx->ep->lock);
 		ret = ep_enable(ctx->ep);
 		lm_lock_release(&ctx->ep->lock);
+		if (ret == 1) {
+			hooks_add(ctx->ep);
+			ret = 0;
+		}
 		return ret;
 	case FI_GETOPSFLAG:
 		if (!flags)

@@ -75,6 +75,10 @@ struct lm_link_ops {
 
 	/* Deliver up to budget packets through attr->recv; returns how many. */
 	int (*poll)(struct lm_link *link, int budget);
+	/* Optional: true when poll would find nothing.  Called without the
+	 * engine's lock, concurrently with poll: a hint that may be stale
+	 * (work it misses is found by the next call), never a data race. */
+	bool (*idle)(struct lm_link *link);
 
 	/* Sleeping: after arm(), a packet arriving makes link->fd readable
 	 * (senders kick only armed receivers, so the fast path stays free of

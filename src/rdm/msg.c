@@ -219,6 +219,7 @@ struct lm_rdm_rndv *lm_rdm_rndv_pull(struct lm_rdm_ep *ep, struct lm_rdm_peer *p
 	r->cap = size;
 	r->start_ms = lm_now_ms();
 	lm_list_push_back(&ep->rndv_active, &r->node);
+	lm_rdm_busy(ep);
 	send_answer(ep, peer, LM_OP_CTS, sreq, rndv_handle(ep, r));
 	return r;
 }
@@ -298,6 +299,7 @@ static void rndv_start(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx,
 			r->remote = *rts;
 			r->pushing = true;
 			lm_list_push_back(&ep->rndv_active, &r->node);
+			lm_rdm_busy(ep);
 			lm_rdm_ctl_send(ep, peer, &ph, &push, lm_rdm_rts_len(&push));
 		}
 		rn = lm_rdm_rts_iov(rts, mine, remote);
@@ -330,6 +332,7 @@ static void rndv_start(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx,
 		}
 	}
 	lm_list_push_back(&ep->rndv_active, &r->node);
+	lm_rdm_busy(ep);
 	send_answer(ep, peer, LM_OP_CTS, sreq, rndv_handle(ep, r));
 }
 

@@ -330,6 +330,7 @@ static void tx_sent(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
 	tx->state = LM_TX_WAIT;
 	tx->start_ms = lm_now_ms();
 	lm_list_push_back(&ep->tx_wait, &tx->node);
+	lm_rdm_busy(ep);
 }
 
 ssize_t lm_rdm_tx_start(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
@@ -340,6 +341,7 @@ ssize_t lm_rdm_tx_start(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
 	if (tx->op == LM_OP_WRITE)
 		tx->state = LM_TX_STREAM;
 	lm_list_push_back(&ep->tx_queue, &tx->node);
+	lm_rdm_busy(ep);
 	if (ep->tx_queue.next != &tx->node)
 		return 0; /* behind earlier packets: keep the order */
 	ret = tx_push(ep, tx);
@@ -398,6 +400,7 @@ void lm_rdm_ctl_send(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 		memcpy(c->small, payload, len);
 	}
 	lm_list_push_back(&ep->ctl_queue, &c->node);
+	lm_rdm_busy(ep);
 }
 
 static void ctl_queue_flush(struct lm_rdm_ep *ep)
@@ -432,6 +435,7 @@ static void on_cts(struct lm_rdm_ep *ep, const struct lm_rdm_hdr *h)
 	tx->hdr.rreq = h->rreq;
 	tx->op = LM_OP_DATA;
 	lm_list_push_back(&ep->tx_queue, &tx->node);
+	lm_rdm_busy(ep);
 	lm_rdm_tx_flush(ep);
 }
 
@@ -573,6 +577,10 @@ void lm_rdm_progress_locked(struct lm_rdm_ep *ep)
 
 void lm_rdm_progress(struct lm_rdm_ep *ep, bool sleepy)
 {
+	/* The common poll with nothing in flight and nothing arrived. */
+	if (!sleepy && atomic_load_explicit(&ep->quiet, memory_order_relaxed) &&
+	    ep->link && ep->link->ops->idle && ep->link->ops->idle(ep->link))
+		return;
 	lm_lock_acquire(&ep->lock);
 	if (ep->enabled) {
 		lm_rdm_progress_locked(ep);
@@ -597,6 +605,12 @@ void lm_rdm_progress(struct lm_rdm_ep *ep, bool sleepy)
 			ep->link->ops->disarm(ep->link);
 			ep->armed = false;
 		}
+		atomic_store_explicit(&ep->quiet,
+		                      !ep->armed && lm_list_empty(&ep->tx_queue) &&
+		                          lm_list_empty(&ep->tx_wait) &&
+		                          lm_list_empty(&ep->rndv_active) &&
+		                          lm_list_empty(&ep->ctl_queue),
+		                      memory_order_relaxed);
 	}
 	lm_lock_release(&ep->lock);
 }

@@ -323,6 +323,10 @@ struct lm_rdm_ep {
 
 	uint64_t last_check_ms;
 	bool armed; /* the link's doorbell is armed */
+	/* Nothing queued, awaited or armed (set by progress under the lock,
+	 * cleared by whatever queues): progress without a packet to read may
+	 * skip the lock. */
+	atomic_bool quiet;
 	struct lm_lock lock;
 	char *name; /* address set with fi_setname before the link opened */
 };
@@ -345,6 +349,11 @@ static inline struct lm_rdm_ep *lm_rdm_ep_of(struct fid_ep *fid)
 }
 
 /* progress.c */
+/* Something now waits in one of ep's lists: progress must look. */
+static inline void lm_rdm_busy(struct lm_rdm_ep *ep)
+{
+	atomic_store_explicit(&ep->quiet, false, memory_order_relaxed);
+}
 /* sleepy: a reader of a bound CQ/counter is about to sleep on the fd. */
 void lm_rdm_progress(struct lm_rdm_ep *ep, bool sleepy);
 void lm_rdm_progress_locked(struct lm_rdm_ep *ep);

@@ -87,11 +87,20 @@ static inline size_t cq_count(const struct lm_cq *cq)
 	return lm_ring_count(&cq->ring) + cq->overflow_count;
 }
 
+/* Under cq->lock: the lock-free emptiness hint follows the count. */
+static inline void cq_filled_add(struct lm_cq *cq, ssize_t d)
+{
+	size_t v = atomic_load_explicit(&cq->filled, memory_order_relaxed);
+
+	atomic_store_explicit(&cq->filled, v + (size_t)d, memory_order_relaxed);
+}
+
 static void cq_drop_head(struct lm_cq *cq)
 {
 	struct lm_list *n;
 	struct lm_cq_ovf *o;
 
+	cq_filled_add(cq, -1);
 	lm_ring_drop(&cq->ring);
 	n = lm_list_pop_front(&cq->overflow);
 	if (!n)
@@ -117,12 +126,14 @@ static struct lm_cq_slot *cq_slot_get(struct lm_cq *cq, bool *in_ring, bool *was
 		s = lm_ring_reserve(&cq->ring);
 		if (s) {
 			*in_ring = true;
+			cq_filled_add(cq, 1);
 			return s;
 		}
 	}
 	o = malloc(sizeof(*o));
 	if (!o)
 		return NULL;
+	cq_filled_add(cq, 1);
 	lm_list_push_back(&cq->overflow, &o->node);
 	cq->overflow_count++;
 	return &o->slot;
@@ -248,6 +259,8 @@ static ssize_t cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count, fi_ad
 	if (count && !buf)
 		return -FI_EINVAL;
 	lm_progress_run_all(&cq->progress, &cq->plock);
+	if (!atomic_load_explicit(&cq->filled, memory_order_relaxed))
+		return -FI_EAGAIN; /* readerr's err_data then lives a little longer */
 	lm_lock_acquire(&cq->lock);
 	ret = cq_read_locked(cq, buf, count, src);
 	lm_lock_release(&cq->lock);

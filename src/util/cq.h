@@ -60,6 +60,9 @@ struct lm_cq {
 	const char *(*strerror)(struct lm_cq *cq, int prov_errno, const void *err_data);
 
 	struct lm_lock lock;
+	/* Entries queued (ring and overflow), changed under lock: a reader
+	 * that sees 0 returns -FI_EAGAIN without taking the lock. */
+	atomic_size_t filled;
 	atomic_int ref; /* endpoints bound (providers count them) and poll sets */
 };
 

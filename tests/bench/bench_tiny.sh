@@ -18,6 +18,7 @@
 # Every run must report the library it was given (no silent fallback to
 # another libfabric.so.1); every run is bounded and reaps its processes.
 set -euo pipefail
+. "$(dirname "$0")/../lib/refshm.sh"
 
 if [ $# -ne 2 ]; then
 	echo "usage: $0 <bench dir> <libfabric dir>" >&2
@@ -57,6 +58,7 @@ fail() {
 run() {
 	local name=$1 rc=0
 	shift
+	clean_ref_shm
 	timeout -k 5 "$limit" "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" || rc=$?
 	echo "$rc"
 }

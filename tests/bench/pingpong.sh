@@ -10,6 +10,7 @@
 # PP_MISSING_OK=1 (a provider the library lacks is a skip), PP_REF_TOOL
 # (default /usr/bin/fi_pingpong; empty to skip the cross-tool runs).
 set -euo pipefail
+. "$(dirname "$0")/../lib/refshm.sh"
 
 if [ $# -ne 2 ]; then
 	echo "usage: $0 <tools dir> <libfabric dir>" >&2
@@ -56,6 +57,7 @@ pair() {
 	local name=$1 sbin=$2 cbin=$3 rc
 	shift 3
 	port=$((port + 1))
+	clean_ref_shm
 	mkdir -p "$tmp/$name.ld"
 	env LD_LIBRARY_PATH="$lib_dir" LD_DEBUG=libs LD_DEBUG_OUTPUT="$tmp/$name.ld/s" \
 		timeout -k 5 60 "$sbin" -B "$port" "$@" >"$tmp/$name.s.out" 2>"$tmp/$name.s.err" &

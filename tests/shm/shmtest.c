@@ -278,6 +278,7 @@ int st_open_local(struct st_ep *e, const struct st_opts *o)
 	hints->tx_attr->size = o->tx_size;
 	hints->rx_attr->size = o->rx_size;
 	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED;
+	hints->domain_attr->threading = o->threading;
 	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &e->info);
 	fi_freeinfo(hints);
 	TRY(ret);
@@ -291,6 +292,10 @@ int st_open_local(struct st_ep *e, const struct st_opts *o)
 	TRY(fi_av_open(e->domain, &ava, &e->av, NULL));
 	TRY(fi_endpoint(e->domain, e->info, &e->ep, NULL));
 	cqa.size = o->cq_size ? o->cq_size : 4096;
+	if (o->cq_format == ST_CQ_UNSPEC)
+		cqa.format = FI_CQ_FORMAT_UNSPEC;
+	else if (o->cq_format)
+		cqa.format = (enum fi_cq_format)o->cq_format;
 	cqa.wait_obj = o->wait;
 	TRY(fi_cq_open(e->domain, &cqa, &e->txcq, NULL));
 	cq_flags = o->selective ? FI_SELECTIVE_COMPLETION : 0;

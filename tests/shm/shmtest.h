@@ -30,7 +30,15 @@ struct st_opts {
 	bool no_cma;           /* FI_SHM_DISABLE_CMA=1 for this process */
 	size_t tx_size, rx_size; /* queue depth hints (0: provider's) */
 	size_t cq_size;          /* 0: 4096 */
+	/* 0: FI_CQ_FORMAT_TAGGED; ST_CQ_UNSPEC: FI_CQ_FORMAT_UNSPEC; else that */
+	int cq_format;
+	/* domain_attr->threading hint (0: none, the provider's) */
+	enum fi_threading threading;
 };
+
+/* st_opts.cq_format asking for FI_CQ_FORMAT_UNSPEC, whose value is the 0
+ * that already means "the tagged default". */
+#define ST_CQ_UNSPEC (-1)
 
 struct st_ep {
 	int rank, nprocs;

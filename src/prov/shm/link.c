@@ -5,13 +5,15 @@
  *
  * A cell carries (the transport's cells say nothing of their sender):
  *
- *   +------+------+------------------+------------------------+
- *   | pid  | buf  | token            | len  | pad  | engine hdr | inline payload
- *   +------+------+------------------+------------------------+
- *     sender identity (16 B)           payload bytes (8 B)
+ *   +------+------+------------------+------+-----+-----+--------------+
+ *   | pid  | buf  | token            | len  |mask | pad | header words | inline payload
+ *   +------+------+------------------+------+-----+-----+--------------+
+ *     sender identity (16 B)          payload bytes, present words (8 B)
  *
  * buf is SHM_BUF_NONE for inline payloads, else the bounce buffer index
- * in the receiver's region holding len bytes. */
+ * in the receiver's region holding len bytes.  The engine header travels
+ * as its non-zero 8-byte words only (bit i of mask: word i is present),
+ * so a small message with its header fits two cache lines, not three. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +28,8 @@ struct shm_wire {
 	uint32_t buf;
 	uint64_t token;
 	uint32_t len;
-	uint32_t pad;
+	uint8_t mask;
+	uint8_t pad[3];
 };
 
 #define WIRE_MAX_HDR 64
@@ -88,7 +91,7 @@ static int shm_link_open(void *ctx, const struct lm_link_attr *attr, const void 
 	/* A region's name is drawn at random when it is created. */
 	if (name)
 		return -FI_EOPNOTSUPP;
-	if (attr->hdr_size > WIRE_MAX_HDR)
+	if (attr->hdr_size > WIRE_MAX_HDR || attr->hdr_size % 8)
 		return -FI_EINVAL;
 	l = calloc(1, sizeof(*l));
 	if (!l)
@@ -122,7 +125,8 @@ static int shm_link_open(void *ctx, const struct lm_link_attr *attr, const void 
 	l->link.ops = &shm_link_ops;
 	l->link.fd = l->epfd;
 	l->link.max_payload = SHM_BUF_SIZE;
-	l->link.inline_max = SHM_INLINE_MAX - sizeof(struct shm_wire) - attr->hdr_size;
+	/* What fits beside a header of three words (a typical message). */
+	l->link.inline_max = SHM_INLINE_MAX - sizeof(struct shm_wire) - 3 * 8;
 	l->link.caps = !attr->no_bulk && shm_cma_probe() == 0
 	                   ? LM_LINK_BULK_READ | LM_LINK_BULK_WRITE
 	                   : 0;
@@ -177,6 +181,44 @@ static void shm_link_peer_close(struct lm_link *link, struct lm_link_peer *peer)
 	free(peer);
 }
 
+/* The non-zero words of hdr into out; returns the bytes written. */
+static size_t hdr_pack(unsigned char *out, const void *hdr, size_t hdr_size,
+                       uint8_t *mask)
+{
+	size_t n = 0;
+
+	*mask = 0;
+	for (size_t i = 0; i < hdr_size / 8; i++) {
+		uint64_t w;
+
+		memcpy(&w, (const char *)hdr + i * 8, 8);
+		if (w) {
+			memcpy(out + n, &w, 8);
+			n += 8;
+			*mask |= (uint8_t)(1u << i);
+		}
+	}
+	return n;
+}
+
+/* Back to hdr_size bytes; returns the packed bytes consumed, or 0 when the
+ * mask names words the header does not have. */
+static size_t hdr_unpack(void *hdr, size_t hdr_size, const unsigned char *in,
+                         uint8_t mask)
+{
+	size_t n = 0;
+
+	if (hdr_size < 64 && mask >> (hdr_size / 8))
+		return 0;
+	memset(hdr, 0, hdr_size);
+	for (size_t i = 0; i < hdr_size / 8; i++)
+		if (mask & (1u << i)) {
+			memcpy((char *)hdr + i * 8, in + n, 8);
+			n += 8;
+		}
+	return n ? n : (size_t)-1; /* an all-zero header is valid, if odd */
+}
+
 static ssize_t shm_link_send(struct lm_link *link, struct lm_link_peer *peer,
                              const void *hdr, const struct iovec *iov, size_t iov_count)
 {
@@ -184,7 +226,7 @@ static ssize_t shm_link_send(struct lm_link *link, struct lm_link_peer *peer,
 	unsigned char head[sizeof(struct shm_wire) + WIRE_MAX_HDR];
 	struct shm_wire w = {
 	    .pid = l->self.pid, .buf = SHM_BUF_NONE, .token = l->self.token};
-	size_t len = 0;
+	size_t len = 0, hl;
 	int ret;
 
 	for (size_t i = 0; i < iov_count; i++)
@@ -192,11 +234,10 @@ static ssize_t shm_link_send(struct lm_link *link, struct lm_link_peer *peer,
 	if (len > SHM_BUF_SIZE)
 		return -FI_EMSGSIZE;
 	w.len = (uint32_t)len;
-	if (len <= link->inline_max) {
+	hl = sizeof(w) + hdr_pack(head + sizeof(w), hdr, l->hdr_size, &w.mask);
+	if (hl + len <= SHM_INLINE_MAX) {
 		memcpy(head, &w, sizeof(w));
-		memcpy(head + sizeof(w), hdr, l->hdr_size);
-		ret = shm_ring_push(peer->sp, head, sizeof(w) + l->hdr_size, iov,
-		                    iov_count);
+		ret = shm_ring_push(peer->sp, head, hl, iov, iov_count);
 	} else {
 		int idx = shm_buf_alloc(peer->sp);
 		char *dst;
@@ -211,8 +252,7 @@ static ssize_t shm_link_send(struct lm_link *link, struct lm_link_peer *peer,
 		}
 		w.buf = (uint32_t)idx;
 		memcpy(head, &w, sizeof(w));
-		memcpy(head + sizeof(w), hdr, l->hdr_size);
-		ret = shm_ring_push(peer->sp, head, sizeof(w) + l->hdr_size, NULL, 0);
+		ret = shm_ring_push(peer->sp, head, hl, NULL, 0);
 		if (ret)
 			shm_buf_put(peer->sp, (uint32_t)idx);
 	}
@@ -225,11 +265,11 @@ static ssize_t shm_link_send(struct lm_link *link, struct lm_link_peer *peer,
 static int shm_link_poll(struct lm_link *link, int budget)
 {
 	struct shm_link *l = lm_container_of(link, struct shm_link, link);
-	size_t head = sizeof(struct shm_wire) + l->hdr_size;
+	unsigned char hdr[WIRE_MAX_HDR];
 	int n = 0;
 
 	while (n < budget) {
-		size_t len;
+		size_t len, hl;
 		const void *cell = shm_ring_peek(l->region, &len);
 		struct shm_wire w;
 		struct shm_bin_addr src = {0};
@@ -240,28 +280,41 @@ static int shm_link_poll(struct lm_link *link, int budget)
 		n++;
 		/* Copied out first: the sender could rewrite the cell while
 		 * we validate it. */
-		if (len > sizeof(l->cell) || len < head) {
+		if (len > sizeof(l->cell) || len < sizeof(w)) {
 			shm_ring_release(l->region);
 			continue;
 		}
 		memcpy(l->cell, cell, len);
 		shm_ring_release(l->region);
 		memcpy(&w, l->cell, sizeof(w));
+		if (__builtin_popcount(w.mask) * 8 > len - sizeof(w))
+			continue;
+		hl = hdr_unpack(hdr, l->hdr_size, l->cell + sizeof(w), w.mask);
+		if (!hl)
+			continue;
+		hl = sizeof(w) + (hl == (size_t)-1 ? 0 : hl);
 		src.pid = w.pid;
 		src.token = w.token;
 		if (w.buf == SHM_BUF_NONE) {
-			if (w.len != len - head)
+			if (w.len != len - hl)
 				continue;
-			l->recv(l->arg, &src, l->cell + sizeof(w), l->cell + head, w.len);
+			l->recv(l->arg, &src, hdr, l->cell + hl, w.len);
 			continue;
 		}
 		payload = shm_buf_ptr(l->region, w.buf);
-		if (payload && w.len <= shm_buf_size(&l->region->map) && len == head)
-			l->recv(l->arg, &src, l->cell + sizeof(w), payload, w.len);
+		if (payload && w.len <= shm_buf_size(&l->region->map) && len == hl)
+			l->recv(l->arg, &src, hdr, payload, w.len);
 		if (payload)
 			shm_buf_free(l->region, w.buf);
 	}
 	return n;
+}
+
+static bool shm_link_idle(struct lm_link *link)
+{
+	struct shm_link *l = lm_container_of(link, struct shm_link, link);
+
+	return !shm_ring_ready(l->region);
 }
 
 static void shm_link_timer_stop(struct shm_link *l)
@@ -348,6 +401,7 @@ const struct lm_link_ops shm_link_ops = {
     .peer_close = shm_link_peer_close,
     .send = shm_link_send,
     .poll = shm_link_poll,
+    .idle = shm_link_idle,
     .arm = shm_link_arm,
     .disarm = shm_link_disarm,
     .wake_after = shm_link_wake_after,

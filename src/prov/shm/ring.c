@@ -67,19 +67,26 @@ int shm_ring_push(struct shm_peer *p, const void *hdr, size_t hdr_len,
 	return 0;
 }
 
+static inline uint64_t tail_of(const struct shm_region *r)
+{
+	return atomic_load_explicit(&r->tail, memory_order_relaxed);
+}
+
 bool shm_ring_ready(const struct shm_region *r)
 {
-	const struct shm_cell *c = &r->map.cells[r->tail & r->map.mask];
+	uint64_t t = tail_of(r);
+	const struct shm_cell *c = &r->map.cells[t & r->map.mask];
 
-	return atomic_load_explicit(&c->seq, memory_order_acquire) == r->tail + 1;
+	return atomic_load_explicit(&c->seq, memory_order_acquire) == t + 1;
 }
 
 void shm_ring_release(struct shm_region *r)
 {
-	struct shm_cell *c = &r->map.cells[r->tail & r->map.mask];
+	uint64_t t = tail_of(r);
+	struct shm_cell *c = &r->map.cells[t & r->map.mask];
 
-	atomic_store_explicit(&c->seq, r->tail + r->map.mask + 1, memory_order_release);
-	r->tail++;
+	atomic_store_explicit(&c->seq, t + r->map.mask + 1, memory_order_release);
+	atomic_store_explicit(&r->tail, t + 1, memory_order_relaxed);
 }
 
 const void *shm_ring_peek(struct shm_region *r, size_t *len)
@@ -90,7 +97,7 @@ const void *shm_ring_peek(struct shm_region *r, size_t *len)
 	/* A cell with a length no producer could write is dropped, so one
 	 * corrupt cell does not block the ring. */
 	while (shm_ring_ready(r)) {
-		c = &r->map.cells[r->tail & r->map.mask];
+		c = &r->map.cells[tail_of(r) & r->map.mask];
 		n = c->len;
 		if (n <= SHM_INLINE_MAX) {
 			*len = n;
@@ -111,7 +118,7 @@ ssize_t shm_ring_pop(struct shm_region *r, void *buf)
 
 	if (!shm_ring_ready(r))
 		return -FI_EAGAIN;
-	c = &r->map.cells[r->tail & r->map.mask];
+	c = &r->map.cells[tail_of(r) & r->map.mask];
 	n = c->len;
 	if (n > SHM_INLINE_MAX) {
 		LM_WARN(shm_log_prov, FI_LOG_EP_DATA, "%s: dropped cell with length %u\n",

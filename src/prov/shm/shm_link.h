@@ -47,7 +47,7 @@
  */
 
 #define SHM_MAGIC          0x314d48534d4f4f4cULL /* "LOOMSHM1" little-endian */
-#define SHM_LAYOUT_VERSION 1
+#define SHM_LAYOUT_VERSION 2
 #define SHM_CELL_SIZE      256
 #define SHM_CELL_HDR       16
 /* Largest hdr + payload that travels inline in one ring cell. */
@@ -118,7 +118,9 @@ struct shm_map {
 
 struct shm_region {
 	struct shm_map map;
-	uint64_t tail; /* consumer position: private, so peers cannot move it */
+	/* Consumer position: private, so peers cannot move it.  Atomic only
+	 * so that shm_ring_ready may be asked without the owner's lock. */
+	_Atomic uint64_t tail;
 	uint64_t token;
 	pid_t pid;
 	int sock; /* doorbell: bound abstract AF_UNIX datagram socket */
@@ -217,7 +219,8 @@ ssize_t shm_ring_pop(struct shm_region *r, void *buf);
  * a field before validating it.  shm_ring_release then gives the cell back. */
 const void *shm_ring_peek(struct shm_region *r, size_t *len);
 void shm_ring_release(struct shm_region *r);
-/* Owner: is there a committed cell to read? */
+/* Owner: is there a committed cell to read?  May be called without the
+ * owner's serialisation as a hint (a stale answer only delays). */
 bool shm_ring_ready(const struct shm_region *r);
 
 /* ---- bounce buffers (ring.c) --------------------------------------------
