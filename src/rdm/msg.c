@@ -164,9 +164,9 @@ static void rndv_finish(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r, int err)
 			size_t nlen = sizeof(name);
 			struct fi_cq_err_entry e = {
 			    .op_context = rx->e.context,
-			    .flags =
-			        FI_RECV | (rx->e.flags & FI_TAGGED ? FI_TAGGED : FI_MSG) |
-			        (r->extra_flags & FI_MULTI_RECV),
+			    .flags = FI_RECV |
+			             (rx->e.flags & FI_TAGGED ? FI_TAGGED : FI_MSG) |
+			             (r->extra_flags & FI_MULTI_RECV),
 			    .tag = r->tag,
 			    .err = err,
 			    .prov_errno = err,
@@ -657,8 +657,8 @@ static ssize_t post_recv(struct lm_rdm_ep *ep, const struct iovec *iov, void **d
 		/* Used up by queued messages, whose completions went out
 		 * while busy held it: announce the release on its own. */
 		if (ep->rx_cq)
-			lm_cq_write(ep->rx_cq, rx->e.context, FI_MULTI_RECV, 0, NULL, 0, 0,
-			            FI_ADDR_NOTAVAIL);
+			lm_cq_write(ep->rx_cq, rx->e.context, FI_MULTI_RECV, 0, NULL, 0,
+			            0, FI_ADDR_NOTAVAIL);
 		lm_rdm_rx_free(ep, rx);
 	}
 out:

@@ -10,7 +10,7 @@
 
 #define POLL_BUDGET       64
 #define LIVENESS_MS       100
-#define ROOM_MS           1 /* a sleeper waiting for room in a peer's queue */
+#define ROOM_MS           1       /* a sleeper waiting for room in a peer's queue */
 #define LM_PROV_PEER_GONE 0x10001 /* prov_errno: err_data names the peer */
 
 /* ---- requests ------------------------------------------------------------ */

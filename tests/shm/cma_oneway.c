@@ -99,7 +99,8 @@ static int proc(int rank, int nprocs, void *arg)
 				}
 			}
 			if (st_verify(rbuf, len, theirs) != (size_t)-1) {
-				fprintf(stderr, "rank %d: round %d size %zu differs at %zu\n",
+				fprintf(stderr,
+				        "rank %d: round %d size %zu differs at %zu\n",
 				        rank, round, len, st_verify(rbuf, len, theirs));
 				CHECK(0);
 			}
