@@ -215,7 +215,7 @@ static void test_create_open(void)
 	shm_peer_close(NULL);
 
 	{
-		struct shm_region_attr bad = {SHM_RING_CELLS_MAX + 1, 0};
+		struct shm_region_attr bad = {.ring_cells = SHM_RING_CELLS_MAX + 1};
 
 		CHECK_INT(shm_region_create(&bad, &r), -FI_EINVAL);
 	}
@@ -238,7 +238,7 @@ static void expect_open(const char *addr, int want, const char *what)
 
 static void test_corrupt(void)
 {
-	struct shm_region_attr attr = {8, 4};
+	struct shm_region_attr attr = {.ring_cells = 8, .buf_count = 4};
 	struct shm_region *r = NULL;
 	struct shm_peer *p = NULL;
 	struct shm_hdr *h, saved;
@@ -478,7 +478,7 @@ static void test_ring_order(uint32_t nprod)
 
 static void test_ring_full(void)
 {
-	struct shm_region_attr attr = {8, 1};
+	struct shm_region_attr attr = {.ring_cells = 8, .buf_count = 1};
 	struct shm_region *r = NULL;
 	struct shm_peer *p = NULL;
 	uint8_t big[SHM_INLINE_MAX + 1] = {0}, buf[SHM_INLINE_MAX];
@@ -604,7 +604,7 @@ static void churn_main(void *varg)
 
 static void test_bufs(void)
 {
-	struct shm_region_attr attr = {64, 8};
+	struct shm_region_attr attr = {.ring_cells = 64, .buf_count = 8};
 	struct shm_region *r = NULL;
 	struct shm_peer *p = NULL;
 	int idx[8], i, j;

@@ -314,6 +314,8 @@ int st_open_local(struct st_ep *e, const struct st_opts *o)
 		TRY(fi_ep_bind(e->ep, &e->rcntr->fid, FI_RECV));
 	}
 	TRY(fi_ep_bind(e->ep, &e->av->fid, 0));
+	if (o->setname)
+		TRY(fi_setname(&e->ep->fid, (void *)o->setname, strlen(o->setname) + 1));
 	TRY(fi_enable(e->ep));
 	len = sizeof(e->name);
 	TRY(fi_getname(&e->ep->fid, e->name, &len));

@@ -34,6 +34,9 @@ struct st_opts {
 	int cq_format;
 	/* domain_attr->threading hint (0: none, the provider's) */
 	enum fi_threading threading;
+	/* fi_setname with this FI_ADDR_STR address before enabling (NULL:
+	 * keep the provider's) */
+	const char *setname;
 };
 
 /* st_opts.cq_format asking for FI_CQ_FORMAT_UNSPEC, whose value is the 0

@@ -88,9 +88,16 @@ static int shm_link_open(void *ctx, const struct lm_link_attr *attr, const void 
 	int ret;
 
 	(void)ctx;
-	/* A region's name is drawn at random when it is created. */
-	if (name)
-		return -FI_EOPNOTSUPP;
+	/* fi_setname: a region is named after its owner, so only the token
+	 * is ours to choose. */
+	if (name) {
+		struct shm_bin_addr want;
+
+		memcpy(&want, name, sizeof(want));
+		if (want.pid != getpid() || !want.token)
+			return -FI_EINVAL;
+		ra.token = want.token;
+	}
 	if (attr->hdr_size > WIRE_MAX_HDR || attr->hdr_size % 8)
 		return -FI_EINVAL;
 	l = calloc(1, sizeof(*l));

@@ -294,7 +294,9 @@ int shm_region_create(const struct shm_region_attr *attr, struct shm_region **ou
 		        "cannot read own start time from /proc\n");
 		return -FI_ENOSYS;
 	}
-	if (getrandom(&token, sizeof(token), 0) != (ssize_t)sizeof(token)) {
+	if (attr && attr->token) {
+		token = attr->token;
+	} else if (getrandom(&token, sizeof(token), 0) != (ssize_t)sizeof(token)) {
 		ret = neg_errno(errno);
 		LM_WARN(shm_log_prov, FI_LOG_EP_CTRL, "getrandom: %s\n", strerror(errno));
 		return ret;

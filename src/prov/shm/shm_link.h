@@ -142,6 +142,7 @@ struct shm_peer {
 struct shm_region_attr {
 	uint32_t ring_cells; /* rounded up to a power of two; 0: default */
 	uint32_t buf_count;  /* 0: default */
+	uint64_t token;      /* 0: drawn at random (fi_setname picks one) */
 };
 
 /* Provider logs go under (the core's until the shm provider points it at
