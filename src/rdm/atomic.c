@@ -65,13 +65,12 @@ static void atomic_exec(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 		    kind == LM_ATOMIC_COMPARE ? (const char *)payload + (plen - bytes)
 		                              : NULL,
 		    kind != LM_ATOMIC_BASE ? ep->scratch : NULL, h->size);
-	if (!ret) {
-		struct lm_cntr *c =
-		    ep->cntr[op == FI_ATOMIC_READ ? LM_CNTR_RREAD : LM_CNTR_RWRITE];
-
-		if (c)
-			lm_cntr_inc(c);
-	}
+	/* man fi_endpoint: fetching and compare atomics count as remote
+	 * reads, base atomics as remote writes. */
+	if (!ret)
+		lm_rdm_remote_event(ep, h->key,
+		                    kind == LM_ATOMIC_BASE ? FI_REMOTE_WRITE
+		                                           : FI_REMOTE_READ);
 answer:
 	a.rreq = (uint64_t)-ret;
 	a.len = !ret && kind != LM_ATOMIC_BASE ? (uint32_t)bytes : 0;

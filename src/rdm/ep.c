@@ -295,6 +295,10 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 		if (flags & ~(FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ |
 		              FI_REMOTE_WRITE))
 			return -FI_EBADFLAGS;
+		/* Counting remote accesses is the FI_RMA_EVENT capability. */
+		if ((flags & (FI_REMOTE_READ | FI_REMOTE_WRITE)) &&
+		    !(ep->caps & FI_RMA_EVENT))
+			return -FI_EINVAL;
 		if (c->domain != &ep->dom->util)
 			return -FI_EINVAL;
 		for (int i = 0; i < LM_CNTR_MAX; i++)

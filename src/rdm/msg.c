@@ -794,7 +794,7 @@ static ssize_t do_send(struct lm_rdm_ep *ep, const struct iovec *iov, size_t cou
 	report = lm_rdm_tx_reports(ep, flags, inject_call);
 
 	/* The fast path: a small message straight into the link, no request. */
-	if (len <= ep->eager_max && !(flags & FI_DELIVERY_COMPLETE) &&
+	if (len <= ep->eager_max && !(flags & (FI_DELIVERY_COMPLETE | FI_FENCE)) &&
 	    lm_list_empty(&ep->tx_queue) && !peer->dead) {
 		h.len = (uint32_t)len;
 		ret = ep->link->ops->send(ep->link, peer->lp, &h, iov, count);
@@ -817,6 +817,7 @@ static ssize_t do_send(struct lm_rdm_ep *ep, const struct iovec *iov, size_t cou
 	tx->peer = peer;
 	tx->context = context;
 	tx->report = report;
+	tx->fence = flags & FI_FENCE;
 	tx->cntr = ep->cntr[LM_CNTR_SEND];
 	tx->cq_flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
 	tx->len = len;

@@ -28,6 +28,7 @@ struct lm_rdm_tx *lm_rdm_tx_alloc(struct lm_rdm_ep *ep)
 	tx->result_len = 0;
 	tx->cntr = NULL;
 	tx->report = false;
+	tx->fence = false;
 	lm_list_init(&tx->node);
 	return tx;
 }
@@ -53,6 +54,7 @@ struct lm_rdm_tx *lm_rdm_tx_begin(struct lm_rdm_ep *ep, fi_addr_t dest, uint64_t
 	tx->peer = peer;
 	tx->context = context;
 	tx->report = lm_rdm_tx_reports(ep, flags, inject_call);
+	tx->fence = flags & FI_FENCE;
 	return tx;
 }
 
@@ -333,6 +335,31 @@ static void tx_sent(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
 	lm_rdm_busy(ep);
 }
 
+/* A fenced request waits while an earlier one to the same peer is
+ * unfinished: waiting for its answer, or streaming the data a CTS asked
+ * for (such streams rejoin the queue at its back, behind the fence).
+ * Requests queued before it are ahead of it anyway. */
+static bool fence_holds(struct lm_rdm_ep *ep, const struct lm_rdm_tx *tx)
+{
+	struct lm_list *it;
+
+	if (!tx->fence)
+		return false;
+	lm_list_foreach(&ep->tx_wait, it)
+	{
+		if (lm_container_of(it, struct lm_rdm_tx, node)->peer == tx->peer)
+			return true;
+	}
+	lm_list_foreach(&ep->tx_queue, it)
+	{
+		const struct lm_rdm_tx *o = lm_container_of(it, struct lm_rdm_tx, node);
+
+		if (o != tx && o->peer == tx->peer && o->op == LM_OP_DATA)
+			return true;
+	}
+	return false;
+}
+
 ssize_t lm_rdm_tx_start(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
 {
 	ssize_t ret;
@@ -342,9 +369,11 @@ ssize_t lm_rdm_tx_start(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
 		tx->state = LM_TX_STREAM;
 	lm_list_push_back(&ep->tx_queue, &tx->node);
 	lm_rdm_busy(ep);
-	if (ep->tx_queue.next != &tx->node)
-		return 0; /* behind earlier packets: keep the order */
+	if (ep->tx_queue.next != &tx->node || fence_holds(ep, tx))
+		return 0; /* behind earlier packets or a fence: keep the order */
 	ret = tx_push(ep, tx);
+	if (!ret || tx->done)
+		tx->fence = false;
 	if (!ret)
 		tx_sent(ep, tx);
 	else if (ret != -FI_EAGAIN)
@@ -354,12 +383,25 @@ ssize_t lm_rdm_tx_start(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
 
 void lm_rdm_tx_flush(struct lm_rdm_ep *ep)
 {
-	struct lm_list *it;
+	struct lm_list *it, *tmp;
+	bool held = false; /* behind a held fence only earlier streams move */
 
-	while ((it = lm_list_front(&ep->tx_queue))) {
+	lm_list_foreach_safe(&ep->tx_queue, it, tmp)
+	{
 		struct lm_rdm_tx *tx = lm_container_of(it, struct lm_rdm_tx, node);
-		ssize_t ret = tx_push(ep, tx);
+		ssize_t ret;
 
+		/* FI_FENCE orders the operations posted after the fenced one
+		 * too; the data of earlier ones must still flow. */
+		if (held && tx->op != LM_OP_DATA)
+			continue;
+		if (!held && fence_holds(ep, tx)) {
+			held = true;
+			continue;
+		}
+		ret = tx_push(ep, tx);
+		if (!ret || tx->done)
+			tx->fence = false; /* under way: the fence is behind it */
 		if (ret == -FI_EAGAIN)
 			return;
 		if (ret)

@@ -178,6 +178,7 @@ struct lm_rdm_tx {
 	struct lm_rdm_peer *peer;
 	uint64_t cq_flags; /* FI_SEND|FI_MSG..., FI_READ|FI_RMA..., for the entry */
 	bool report;       /* write a CQ entry on success */
+	bool fence;        /* FI_FENCE: starts once earlier requests to peer ended */
 	void *context;
 	struct lm_cntr *cntr; /* incremented on completion */
 	struct iovec iov[LM_IOV_LIMIT];
@@ -219,6 +220,7 @@ struct lm_rdm_rndv {
 	uint64_t extra_flags;
 	uint64_t start_ms;
 	bool rma;     /* the target side of a streamed RMA write, not a message */
+	uint64_t key; /* rma: the region written (FI_RMA_EVENT counters) */
 	bool pushing; /* split: waiting for the sender's PUSHED */
 	struct lm_rdm_rts remote; /* split: the sender's buffer, for fallback */
 };
@@ -427,9 +429,14 @@ void lm_rdm_atomic_recv(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
                         const struct lm_rdm_hdr *h, const void *payload, size_t plen);
 /* A streamed RMA write finished at the target: counters, remote CQ data. */
 void lm_rdm_rma_rndv_done(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r, int err);
-/* The target-side events of a remote write of len bytes (err 0) or read. */
+/* The target-side events of a remote write of len bytes into the region
+ * key (remote CQ data, counters) or of a remote read. */
 void lm_rdm_rma_target_event(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer, bool write,
-                             uint16_t hflags, uint64_t data, size_t len);
+                             uint64_t key, uint16_t hflags, uint64_t data, size_t len);
+/* A remote access (FI_REMOTE_READ or FI_REMOTE_WRITE) reached region key:
+ * the endpoint's counter for that kind and, with FI_RMA_EVENT, the
+ * region's own. */
+void lm_rdm_remote_event(struct lm_rdm_ep *ep, uint64_t key, uint64_t access);
 /* fi_atomic's message-size bound: elements of dt one call may carry. */
 size_t lm_rdm_atomic_max(struct lm_rdm_ep *ep, enum fi_datatype dt, bool compare);
 

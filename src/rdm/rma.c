@@ -20,13 +20,21 @@ static void answer(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer, uint8_t op,
 	lm_rdm_ctl_send(ep, peer, &h, NULL, 0);
 }
 
-void lm_rdm_rma_target_event(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer, bool write,
-                             uint16_t hflags, uint64_t data, size_t len)
+void lm_rdm_remote_event(struct lm_rdm_ep *ep, uint64_t key, uint64_t access)
 {
-	struct lm_cntr *c = ep->cntr[write ? LM_CNTR_RWRITE : LM_CNTR_RREAD];
+	struct lm_cntr *c =
+	    ep->cntr[access == FI_REMOTE_READ ? LM_CNTR_RREAD : LM_CNTR_RWRITE];
 
 	if (c)
 		lm_cntr_inc(c);
+	if (ep->caps & FI_RMA_EVENT)
+		lm_mr_remote_event(&ep->dom->util, key, access);
+}
+
+void lm_rdm_rma_target_event(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer, bool write,
+                             uint64_t key, uint16_t hflags, uint64_t data, size_t len)
+{
+	lm_rdm_remote_event(ep, key, write ? FI_REMOTE_WRITE : FI_REMOTE_READ);
 	/* Remote CQ data is reported without consuming a posted receive: loom
 	 * never asks for the FI_RX_CQ_DATA mode (man fi_getinfo, fi_cq). */
 	if (write && (hflags & LM_HF_CQ_DATA) && ep->rx_cq)
@@ -37,7 +45,8 @@ void lm_rdm_rma_target_event(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer, boo
 void lm_rdm_rma_rndv_done(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r, int err)
 {
 	if (!err)
-		lm_rdm_rma_target_event(ep, r->peer, true, r->hflags, r->data, r->size);
+		lm_rdm_rma_target_event(ep, r->peer, true, r->key, r->hflags, r->data,
+		                        r->size);
 }
 
 /* The initiator's buffers named by an iov-list payload, cut to size bytes.
@@ -71,7 +80,8 @@ static void on_write(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 		                      : -FI_EINVAL;
 		if (!ret) {
 			lm_copy_to_iov(iov, n, 0, payload, plen);
-			lm_rdm_rma_target_event(ep, peer, true, h->flags, h->data, plen);
+			lm_rdm_rma_target_event(ep, peer, true, h->key, h->flags, h->data,
+			                        plen);
 		}
 		answer(ep, peer, LM_OP_WRITE_ACK, h->sreq, -ret);
 		return;
@@ -88,7 +98,7 @@ static void on_write(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 		    ep->link->ops->bulk_read(ep->link, peer->lp, iov, n, remote, rn);
 
 		if (got == (ssize_t)h->size) {
-			lm_rdm_rma_target_event(ep, peer, true, h->flags, h->data,
+			lm_rdm_rma_target_event(ep, peer, true, h->key, h->flags, h->data,
 			                        h->size);
 			answer(ep, peer, LM_OP_FIN, h->sreq, 0);
 			return;
@@ -109,6 +119,7 @@ static void on_write(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 		}
 		r->hflags = h->flags;
 		r->data = h->data;
+		r->key = h->key;
 	}
 }
 
@@ -131,7 +142,7 @@ static void on_read_req(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 		    ep->link->ops->bulk_write(ep->link, peer->lp, iov, n, remote, rn);
 
 		if (got == (ssize_t)h->size) {
-			lm_rdm_rma_target_event(ep, peer, false, 0, 0, h->size);
+			lm_rdm_rma_target_event(ep, peer, false, h->key, 0, 0, h->size);
 			answer(ep, peer, LM_OP_FIN, h->sreq, 0);
 			return;
 		}
@@ -161,7 +172,7 @@ static void on_read_req(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 	tx->hdr.op = LM_OP_READ_RESP;
 	tx->hdr.sreq = h->sreq;
 	tx->hdr.size = h->size;
-	lm_rdm_rma_target_event(ep, peer, false, 0, 0, h->size);
+	lm_rdm_rma_target_event(ep, peer, false, h->key, 0, 0, h->size);
 	lm_rdm_tx_start(ep, tx);
 }
 

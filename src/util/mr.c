@@ -485,6 +485,29 @@ int lm_mr_domain_control(struct fid *domain_fid, int command, void *arg)
 
 /* ---- the target-side check -------------------------------------------------- */
 
+void lm_mr_remote_event(struct lm_domain *dom, uint64_t key, uint64_t access)
+{
+	struct lm_mr_map *map = dom ? map_of(dom) : NULL;
+	struct lm_hnode *node;
+	struct lm_cntr *c = NULL;
+
+	if (!map)
+		return;
+	lm_lock_acquire(&map->lock);
+	node = lm_hmap_find(&map->keys, key);
+	if (node) {
+		struct lm_mr *mr = lm_container_of(node, struct lm_mr, node);
+
+		if (mr->enabled && mr->cntr && (mr->cntr_flags & access))
+			c = mr->cntr;
+	}
+	/* Counted under the map lock: fi_close of the region waits for it,
+	 * so the counter it holds a reference on is still there. */
+	if (c)
+		lm_cntr_inc(c);
+	lm_lock_release(&map->lock);
+}
+
 int lm_mr_check(struct lm_domain *dom, uint64_t key, uint64_t addr, size_t len,
                 uint64_t access, struct lm_mr **out, size_t *offset)
 {

@@ -78,6 +78,11 @@ int lm_mr_domain_control(struct fid *domain_fid, int command, void *arg);
 int lm_mr_check(struct lm_domain *dom, uint64_t key, uint64_t addr, size_t len,
                 uint64_t access, struct lm_mr **mr, size_t *offset);
 
+/* A remote access of kind access (FI_REMOTE_READ or FI_REMOTE_WRITE)
+ * reached the region named key: its bound counter counts it when the
+ * binding asked for that kind (fi_mr_bind, FI_RMA_EVENT). */
+void lm_mr_remote_event(struct lm_domain *dom, uint64_t key, uint64_t access);
+
 /* A range that must be contiguous in local memory (an atomic target, or
  * an RMA into a single-iov region): *local is its first byte.  A range
  * that crosses from one iov of the region into the next is -FI_EACCES

@@ -8,16 +8,16 @@
 #define LOOP_CAPS                                                                        \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV | FI_READ |         \
 	 FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_SOURCE | FI_DIRECTED_RECV |    \
-	 FI_MULTI_RECV | FI_LOCAL_COMM)
+	 FI_MULTI_RECV | FI_LOCAL_COMM | FI_RMA_EVENT)
 
-static struct fi_tx_attr tx = {.caps = LOOP_CAPS &
-                                       ~(FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE |
-                                         FI_MULTI_RECV | FI_DIRECTED_RECV | FI_SOURCE),
-                               .msg_order = FI_ORDER_SAS,
-                               .size = 256,
-                               .iov_limit = LM_IOV_LIMIT,
-                               .rma_iov_limit = 1,
-                               .inject_size = 512};
+static struct fi_tx_attr tx = {
+    .caps = LOOP_CAPS & ~(FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_MULTI_RECV |
+                          FI_DIRECTED_RECV | FI_SOURCE | FI_RMA_EVENT),
+    .msg_order = FI_ORDER_SAS,
+    .size = 256,
+    .iov_limit = LM_IOV_LIMIT,
+    .rma_iov_limit = 1,
+    .inject_size = 512};
 static struct fi_rx_attr rx = {.caps = LOOP_CAPS & ~(FI_SEND | FI_READ | FI_WRITE),
                                .msg_order = FI_ORDER_SAS,
                                .size = 256,

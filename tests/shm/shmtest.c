@@ -313,6 +313,12 @@ int st_open_local(struct st_ep *e, const struct st_opts *o)
 		TRY(fi_ep_bind(e->ep, &e->scntr->fid, FI_SEND));
 		TRY(fi_ep_bind(e->ep, &e->rcntr->fid, FI_RECV));
 	}
+	if (o->remote_cntrs) {
+		TRY(fi_cntr_open(e->domain, &ca, &e->rrcntr, NULL));
+		TRY(fi_cntr_open(e->domain, &ca, &e->rwcntr, NULL));
+		TRY(fi_ep_bind(e->ep, &e->rrcntr->fid, FI_REMOTE_READ));
+		TRY(fi_ep_bind(e->ep, &e->rwcntr->fid, FI_REMOTE_WRITE));
+	}
 	TRY(fi_ep_bind(e->ep, &e->av->fid, 0));
 	if (o->setname)
 		TRY(fi_setname(&e->ep->fid, (void *)o->setname, strlen(o->setname) + 1));
@@ -370,6 +376,8 @@ int st_close(struct st_ep *e)
 	    e->txcq ? &e->txcq->fid : NULL,
 	    e->scntr ? &e->scntr->fid : NULL,
 	    e->rcntr ? &e->rcntr->fid : NULL,
+	    e->rrcntr ? &e->rrcntr->fid : NULL,
+	    e->rwcntr ? &e->rwcntr->fid : NULL,
 	    e->domain ? &e->domain->fid : NULL,
 	    e->fabric ? &e->fabric->fid : NULL,
 	};

@@ -27,6 +27,7 @@ struct st_opts {
 	bool selective;        /* bind the CQs with FI_SELECTIVE_COMPLETION */
 	bool split_cq;         /* separate transmit and receive CQs */
 	bool cntrs;            /* send and receive counters */
+	bool remote_cntrs;     /* remote read and remote write counters */
 	bool no_cma;           /* FI_SHM_DISABLE_CMA=1 for this process */
 	size_t tx_size, rx_size; /* queue depth hints (0: provider's) */
 	size_t cq_size;          /* 0: 4096 */
@@ -52,9 +53,10 @@ struct st_ep {
 	struct fid_ep *ep;
 	struct fid_cq *txcq, *rxcq; /* the same CQ unless split_cq */
 	struct fid_cntr *scntr, *rcntr;
-	char name[ST_SLOT];           /* own FI_ADDR_STR address */
-	fi_addr_t addr[ST_MAX_PROCS]; /* peers by rank (FI_ADDR_NOTAVAIL: gone) */
-	pid_t pid[ST_MAX_PROCS];      /* their process ids */
+	struct fid_cntr *rrcntr, *rwcntr; /* remote read / write (remote_cntrs) */
+	char name[ST_SLOT];               /* own FI_ADDR_STR address */
+	fi_addr_t addr[ST_MAX_PROCS];     /* peers by rank (FI_ADDR_NOTAVAIL: gone) */
+	pid_t pid[ST_MAX_PROCS];          /* their process ids */
 	char peer_name[ST_MAX_PROCS][ST_SLOT];
 };
 

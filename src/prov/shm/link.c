@@ -294,7 +294,7 @@ static int shm_link_poll(struct lm_link *link, int budget)
 		memcpy(l->cell, cell, len);
 		shm_ring_release(l->region);
 		memcpy(&w, l->cell, sizeof(w));
-		if (__builtin_popcount(w.mask) * 8 > len - sizeof(w))
+		if ((size_t)__builtin_popcount(w.mask) * 8 > len - sizeof(w))
 			continue;
 		hl = hdr_unpack(hdr, l->hdr_size, l->cell + sizeof(w), w.mask);
 		if (!hl)

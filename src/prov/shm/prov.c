@@ -6,16 +6,18 @@
 
 #include "shm.h"
 
-#define SHM_EAGER_DEF 16384
+/* Bounce buffers beat one process_vm_readv up to about here (bench/). */
+#define SHM_EAGER_DEF 4096
 
 #define SHM_CAPS                                                                         \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV | FI_READ |         \
 	 FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_SOURCE | FI_DIRECTED_RECV |    \
-	 FI_MULTI_RECV | FI_LOCAL_COMM)
+	 FI_MULTI_RECV | FI_LOCAL_COMM | FI_RMA_EVENT | FI_FENCE)
 
 static struct fi_tx_attr shm_tx = {
     .caps = SHM_CAPS & ~(FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_MULTI_RECV |
-                         FI_DIRECTED_RECV | FI_SOURCE),
+                         FI_DIRECTED_RECV | FI_SOURCE | FI_RMA_EVENT),
+    /* FI_FENCE stays: it applies to transmits. */
     .op_flags = 0,
     .msg_order = FI_ORDER_SAS,
     .comp_order = FI_ORDER_NONE,
@@ -25,7 +27,7 @@ static struct fi_tx_attr shm_tx = {
     .rma_iov_limit = 1,
 };
 static struct fi_rx_attr shm_rx = {
-    .caps = SHM_CAPS & ~(FI_SEND | FI_READ | FI_WRITE),
+    .caps = SHM_CAPS & ~(FI_SEND | FI_READ | FI_WRITE | FI_FENCE),
     .op_flags = 0,
     .msg_order = FI_ORDER_SAS,
     .comp_order = FI_ORDER_NONE,
