@@ -604,7 +604,13 @@ static ssize_t post_recv(struct lm_rdm_ep *ep, const struct iovec *iov, void **d
 		ret = -FI_EAGAIN;
 		goto out;
 	}
-	memset(rx, 0, sizeof(*rx));
+	/* Field by field: the iov and desc arrays are large and only
+	 * count entries of them are read. */
+	memset(&rx->e, 0, offsetof(struct lm_rx_entry, iov));
+	rx->e.consumed = rx->e.last_off = rx->e.last_len = 0;
+	rx->e.engine = NULL;
+	rx->busy = 0;
+	rx->released = false;
 	ep->rx_count++;
 	rx->e.src = src;
 	rx->e.tag = tag;

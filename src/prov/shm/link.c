@@ -208,22 +208,25 @@ static size_t hdr_pack(unsigned char *out, const void *hdr, size_t hdr_size,
 	return n;
 }
 
-/* Back to hdr_size bytes; returns the packed bytes consumed, or 0 when the
- * mask names words the header does not have. */
-static size_t hdr_unpack(void *hdr, size_t hdr_size, const unsigned char *in,
-                         uint8_t mask)
+/* Back to hdr_size bytes from at most avail packed bytes; returns the
+ * bytes consumed, or -1 when the mask names words the header does not
+ * have or more than avail holds. */
+static ssize_t hdr_unpack(void *hdr, size_t hdr_size, const unsigned char *in,
+                          size_t avail, uint8_t mask)
 {
 	size_t n = 0;
 
 	if (hdr_size < 64 && mask >> (hdr_size / 8))
-		return 0;
+		return -1;
 	memset(hdr, 0, hdr_size);
 	for (size_t i = 0; i < hdr_size / 8; i++)
 		if (mask & (1u << i)) {
+			if (avail - n < 8)
+				return -1;
 			memcpy((char *)hdr + i * 8, in + n, 8);
 			n += 8;
 		}
-	return n ? n : (size_t)-1; /* an all-zero header is valid, if odd */
+	return (ssize_t)n;
 }
 
 static ssize_t shm_link_send(struct lm_link *link, struct lm_link_peer *peer,
@@ -277,6 +280,7 @@ static int shm_link_poll(struct lm_link *link, int budget)
 
 	while (n < budget) {
 		size_t len, hl;
+		ssize_t hn;
 		const void *cell = shm_ring_peek(l->region, &len);
 		struct shm_wire w;
 		struct shm_bin_addr src = {0};
@@ -294,12 +298,11 @@ static int shm_link_poll(struct lm_link *link, int budget)
 		memcpy(l->cell, cell, len);
 		shm_ring_release(l->region);
 		memcpy(&w, l->cell, sizeof(w));
-		if ((size_t)__builtin_popcount(w.mask) * 8 > len - sizeof(w))
+		hn = hdr_unpack(hdr, l->hdr_size, l->cell + sizeof(w), len - sizeof(w),
+		                w.mask);
+		if (hn < 0)
 			continue;
-		hl = hdr_unpack(hdr, l->hdr_size, l->cell + sizeof(w), w.mask);
-		if (!hl)
-			continue;
-		hl = sizeof(w) + (hl == (size_t)-1 ? 0 : hl);
+		hl = sizeof(w) + (size_t)hn;
 		src.pid = w.pid;
 		src.token = w.token;
 		if (w.buf == SHM_BUF_NONE) {
