@@ -192,9 +192,11 @@ static void load_external(void)
 /* Built-in providers, fastest first.  Each is named only here, by its
  * init function (src/prov/<name>/). */
 struct fi_provider *shm_prov_init(void);
+struct fi_provider *tcp_prov_init(void);
 
 static struct fi_provider *(*const builtin[])(void) = {
 	shm_prov_init,
+	tcp_prov_init,
 };
 
 static void init_once_fn(void)

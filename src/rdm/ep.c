@@ -98,6 +98,7 @@ struct lm_rdm_peer *lm_rdm_peer_by_addr(struct lm_rdm_ep *ep, const void *addr)
 	}
 	p->fi_addr = FI_ADDR_NOTAVAIL;
 	p->fi_gen = UINT64_MAX;
+	lm_list_init(&p->revive);
 	lm_hmap_insert(&ep->peers, &p->hnode, key);
 	return p;
 }
@@ -160,6 +161,7 @@ fi_addr_t lm_rdm_peer_fiaddr(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer)
 
 static void peers_free(struct lm_rdm_ep *ep)
 {
+	lm_list_init(&ep->revive);
 	for (size_t b = 0; b < ep->peers.nbuckets; b++) {
 		struct lm_hnode *n = ep->peers.buckets[b];
 
@@ -811,6 +813,7 @@ int lm_rdm_endpoint(struct fid_domain *domain, struct fi_info *info,
 	                      : DEFAULT_INJECT_SIZE;
 	ep->min_multi_recv = DEFAULT_MIN_MULTI;
 	lm_list_init(&ep->tx_queue);
+	lm_list_init(&ep->revive);
 	lm_list_init(&ep->tx_wait);
 	lm_list_init(&ep->rndv_active);
 	lm_list_init(&ep->ctl_queue);

@@ -104,8 +104,14 @@ struct lm_link_ops {
 	                      const struct iovec *local, size_t local_count,
 	                      const struct iovec *remote, size_t remote_count);
 
-	/* false once the peer is known to be gone for good. */
+	/* false once the peer is known to be gone (for good, or until
+	 * peer_reset). */
 	bool (*peer_alive)(struct lm_link *link, struct lm_link_peer *peer);
+
+	/* Optional: the engine has failed everything outstanding with a peer
+	 * the link reported gone; the next send may try it afresh (a peer
+	 * restarted at the same address).  Without it, gone is forever. */
+	void (*peer_reset)(struct lm_link *link, struct lm_link_peer *peer);
 };
 
 #endif

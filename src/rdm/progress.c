@@ -248,12 +248,31 @@ size_t lm_rdm_rts_iov(const struct lm_rdm_rts *rts, uint64_t size, struct iovec 
 	return size ? 0 : n ? n : 1;
 }
 
+/* The link reported peer gone: outstanding requests fail at the next
+ * liveness check, after which a link that can will try it afresh. */
+static void peer_mark_dead(struct lm_rdm_ep *ep, struct lm_rdm_peer *p)
+{
+	if (p->dead)
+		return;
+	p->dead = true;
+	if (ep->link->ops->peer_reset) {
+		lm_list_push_back(&ep->revive, &p->revive);
+		ep->last_check_ms = 0; /* look soon */
+		lm_rdm_busy(ep);
+	}
+}
+
 static ssize_t link_send(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
                          const struct lm_rdm_hdr *h, const struct iovec *iov, size_t n)
 {
+	ssize_t ret;
+
 	if (peer->dead)
 		return -FI_EIO;
-	return ep->link->ops->send(ep->link, peer->lp, h, iov, n);
+	ret = ep->link->ops->send(ep->link, peer->lp, h, iov, n);
+	if (ret == -FI_EIO)
+		peer_mark_dead(ep, peer);
+	return ret;
 }
 
 /* Pieces one progress call may stream for one transfer: a large transfer
@@ -553,7 +572,7 @@ static bool peer_gone(struct lm_rdm_ep *ep, struct lm_rdm_peer *p)
 {
 	if (!p->dead && ep->link->ops->peer_alive &&
 	    !ep->link->ops->peer_alive(ep->link, p->lp))
-		p->dead = true;
+		peer_mark_dead(ep, p);
 	return p->dead;
 }
 
@@ -598,6 +617,14 @@ static void check_peers(struct lm_rdm_ep *ep)
 			lm_bufpool_free(&ep->ctl_pool, c);
 		}
 	}
+	/* Everything with the dead peers failed above: they may be tried
+	 * afresh (a send reconnects, or fails again). */
+	while ((it = lm_list_pop_front(&ep->revive))) {
+		struct lm_rdm_peer *p = lm_container_of(it, struct lm_rdm_peer, revive);
+
+		ep->link->ops->peer_reset(ep->link, p->lp);
+		p->dead = false;
+	}
 }
 
 void lm_rdm_progress_locked(struct lm_rdm_ep *ep)
@@ -613,7 +640,8 @@ void lm_rdm_progress_locked(struct lm_rdm_ep *ep)
 	ctl_queue_flush(ep);
 	lm_rdm_tx_flush(ep);
 	if (!lm_list_empty(&ep->tx_wait) || !lm_list_empty(&ep->tx_queue) ||
-	    !lm_list_empty(&ep->rndv_active) || !lm_list_empty(&ep->ctl_queue))
+	    !lm_list_empty(&ep->rndv_active) || !lm_list_empty(&ep->ctl_queue) ||
+	    !lm_list_empty(&ep->revive))
 		check_peers(ep);
 }
 
@@ -647,12 +675,12 @@ void lm_rdm_progress(struct lm_rdm_ep *ep, bool sleepy)
 			ep->link->ops->disarm(ep->link);
 			ep->armed = false;
 		}
-		atomic_store_explicit(&ep->quiet,
-		                      !ep->armed && lm_list_empty(&ep->tx_queue) &&
-		                          lm_list_empty(&ep->tx_wait) &&
-		                          lm_list_empty(&ep->rndv_active) &&
-		                          lm_list_empty(&ep->ctl_queue),
-		                      memory_order_relaxed);
+		atomic_store_explicit(
+		    &ep->quiet,
+		    !ep->armed && lm_list_empty(&ep->tx_queue) &&
+		        lm_list_empty(&ep->tx_wait) && lm_list_empty(&ep->rndv_active) &&
+		        lm_list_empty(&ep->ctl_queue) && lm_list_empty(&ep->revive),
+		    memory_order_relaxed);
 	}
 	lm_lock_release(&ep->lock);
 }

@@ -152,10 +152,11 @@ extern const struct fi_ops_domain lm_rdm_domain_ops;
 struct lm_rdm_peer {
 	struct lm_hnode hnode; /* ep->peers, by address hash */
 	struct lm_link_peer *lp;
-	fi_addr_t fi_addr; /* for FI_SOURCE: lm_av_reverse, cached */
-	uint64_t fi_gen;   /* av_gen when fi_addr was looked up */
-	bool bulk_broken;  /* a bulk read failed: use CTS/DATA from now on */
-	bool dead;         /* the link said it is gone */
+	fi_addr_t fi_addr;     /* for FI_SOURCE: lm_av_reverse, cached */
+	uint64_t fi_gen;       /* av_gen when fi_addr was looked up */
+	bool bulk_broken;      /* a bulk read failed: use CTS/DATA from now on */
+	bool dead;             /* the link said it is gone */
+	struct lm_list revive; /* in ep->revive while dead, if the link resets */
 	unsigned char addr[];
 };
 
@@ -324,7 +325,8 @@ struct lm_rdm_ep {
 	struct lm_rdm_peer *last_src; /* receive-side cache */
 
 	uint64_t last_check_ms;
-	bool armed; /* the link's doorbell is armed */
+	struct lm_list revive; /* dead peers to reset at the next check */
+	bool armed;            /* the link's doorbell is armed */
 	/* Nothing queued, awaited or armed (set by progress under the lock,
 	 * cleared by whatever queues): progress without a packet to read may
 	 * skip the lock. */

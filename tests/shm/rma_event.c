@@ -99,8 +99,10 @@ static void no_event_refused(void)
 	struct fid_cntr *c = NULL;
 	struct fid_ep *ep = NULL;
 
-	hints->fabric_attr->prov_name = strdup("shm");
+	hints->fabric_attr->prov_name = strdup(st_prov());
 	hints->ep_attr->type = FI_EP_RDM;
+	hints->addr_format = FI_ADDR_STR;
+	hints->domain_attr->name = strdup(E.info->domain_attr->name);
 	hints->caps = FI_MSG | FI_RMA;
 	CHECK_INT(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info), 0);
 	fi_freeinfo(hints);
@@ -112,6 +114,8 @@ static void no_event_refused(void)
 	info->rx_attr->caps &= ~FI_RMA_EVENT;
 	CHECK_INT(fi_endpoint(E.domain, info, &ep, NULL), 0);
 	CHECK_INT(fi_cntr_open(E.domain, &ca, &c, NULL), 0);
+	if (!ep || !c)
+		return;
 	CHECK_INT(fi_ep_bind(ep, &c->fid, FI_REMOTE_WRITE), -FI_EINVAL);
 	CHECK_INT(fi_ep_bind(ep, &c->fid, FI_REMOTE_READ), -FI_EINVAL);
 	CHECK_INT(fi_ep_bind(ep, &c->fid, FI_WRITE), 0);

@@ -249,6 +249,13 @@ int st_run(const char *what, int nprocs, int timeout_s, st_fn fn, void *arg,
 		}                                                                        \
 	} while (0)
 
+const char *st_prov(void)
+{
+	const char *p = getenv("LOOM_TEST_PROV");
+
+	return p && *p ? p : "shm";
+}
+
 int st_open_local(struct st_ep *e, const struct st_opts *o)
 {
 	static const struct st_opts none;
@@ -270,8 +277,9 @@ int st_open_local(struct st_ep *e, const struct st_opts *o)
 	hints = fi_allocinfo();
 	if (!hints)
 		return -FI_ENOMEM;
-	hints->fabric_attr->prov_name = strdup("shm");
+	hints->fabric_attr->prov_name = strdup(st_prov());
 	hints->ep_attr->type = FI_EP_RDM;
+	hints->addr_format = FI_ADDR_STR; /* names travel as text */
 	hints->caps =
 	    o->caps ? o->caps : FI_MSG | FI_TAGGED | FI_SOURCE | FI_DIRECTED_RECV;
 	hints->tx_attr->op_flags = o->tx_op_flags;
@@ -282,9 +290,9 @@ int st_open_local(struct st_ep *e, const struct st_opts *o)
 	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &e->info);
 	fi_freeinfo(hints);
 	TRY(ret);
-	if (strcmp(e->info->fabric_attr->prov_name, "shm")) {
-		fprintf(stderr, "rank %d: provider %s, not shm\n", e->rank,
-		        e->info->fabric_attr->prov_name);
+	if (strcmp(e->info->fabric_attr->prov_name, st_prov())) {
+		fprintf(stderr, "rank %d: provider %s, not %s\n", e->rank,
+		        e->info->fabric_attr->prov_name, st_prov());
 		return -FI_ENODATA;
 	}
 	TRY(fi_fabric(e->info->fabric_attr, &e->fabric, NULL));

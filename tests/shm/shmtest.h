@@ -76,6 +76,10 @@ int st_run(const char *what, int nprocs, int timeout_s, st_fn fn, void *arg,
 int st_allgather(const void *mine, size_t len, void *all);
 int st_barrier(void);
 
+/* The provider under test: $LOOM_TEST_PROV, default "shm" (the same
+ * tests run over tcp with FI_TCP_IFACE=lo). */
+const char *st_prov(void);
+
 /* Open everything, exchange names with the group (collective) and insert
  * them all, so e->addr[r] is rank r.  Prints what failed; returns 0 or a
  * negative FI_E* code. */

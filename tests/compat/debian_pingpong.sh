@@ -1,20 +1,24 @@
 #!/usr/bin/env bash
 # Debian's own fi_pingpong (package libfabric-bin) between two processes on
-# loom's shm provider, with its data checks (-c) over every size (-S all),
-# for message (-e rdm) and tagged (-m tagged) transfers, and once more with
-# cross-memory attach disabled (FI_SHM_DISABLE_CMA=1, the bounce-buffer
+# one of loom's providers, with its data checks (-c) over every size
+# (-S all), for message and tagged (-m tagged) transfers; for shm once more
+# with cross-memory attach disabled (FI_SHM_DISABLE_CMA=1, the bounce-buffer
 # fallback).  LD_DEBUG=libs proves both processes ran loom's library.
 #
 # Usage: debian_pingpong.sh <dir containing loom's libfabric.so.1>
+#        [<provider> [<endpoint type>]]   (default: shm rdm)
 # Environment: PP_TIMEOUT (seconds per run, default 120), PP_PORT (default
 # 47592 + pid % 1000), BIN_DIR (default /usr/bin).
 set -euo pipefail
 
-if [ $# -ne 1 ]; then
-	echo "usage: $0 <dir containing loom's libfabric.so.1>" >&2
+if [ $# -lt 1 ] || [ $# -gt 3 ]; then
+	echo "usage: $0 <dir containing loom's libfabric.so.1> [<prov> [<ep>]]" >&2
 	exit 2
 fi
 loom_dir=$(realpath "$1")
+prov=${2:-shm}
+ep=${3:-rdm}
+export FI_TCP_IFACE=lo
 bin=${BIN_DIR:-/usr/bin}/fi_pingpong
 tmo=${PP_TIMEOUT:-120}
 port=${PP_PORT:-$((47592 + $$ % 1000))}
@@ -38,17 +42,18 @@ fail=0
 run() {
 	local tag=$1 extra=$2
 	shift 2
+	port=$((port + 1)) # a fresh one: the last run's may linger in TIME_WAIT
 	mkdir -p "$tmp/$tag"
 	env $extra LD_LIBRARY_PATH="$loom_dir" LD_DEBUG=libs \
 		LD_DEBUG_OUTPUT="$tmp/$tag/srv.ld" \
-		timeout "$tmo" "$bin" -p shm -e rdm -B "$port" "$@" \
+		timeout "$tmo" "$bin" -p "$prov" -e "$ep" -B "$port" "$@" \
 		>"$tmp/$tag/srv.out" 2>&1 &
 	srv_pid=$!
 	sleep 0.5
 	local crc=0 src=0
 	env $extra LD_LIBRARY_PATH="$loom_dir" LD_DEBUG=libs \
 		LD_DEBUG_OUTPUT="$tmp/$tag/cli.ld" \
-		timeout "$tmo" "$bin" -p shm -e rdm -P "$port" "$@" 127.0.0.1 \
+		timeout "$tmo" "$bin" -p "$prov" -e "$ep" -P "$port" "$@" 127.0.0.1 \
 		>"$tmp/$tag/cli.out" 2>&1 || crc=$?
 	wait "$srv_pid" || src=$?
 	srv_pid=
@@ -76,7 +81,9 @@ run() {
 	echo "ok: $tag ($(grep -c '^[0-9]' "$tmp/$tag/cli.out") sizes)"
 }
 
-run msg "" -c -S all
-run tagged "" -m tagged -c -S all
-run msg_nocma "FI_SHM_DISABLE_CMA=1" -c -S all
+run "$prov-$ep-msg" "" -c -S all
+run "$prov-$ep-tagged" "" -m tagged -c -S all
+if [ "$prov" = shm ]; then
+	run "$prov-$ep-msg_nocma" "FI_SHM_DISABLE_CMA=1" -c -S all
+fi
 exit $fail

@@ -1,0 +1,855 @@
+/* link.c - the engine's link over TCP: one listening socket per endpoint,
+ * one connection per pair of endpoints made on demand (handshake and
+ * framing in proto.h), non-blocking sockets under one epoll set that is
+ * also the endpoint's wait descriptor.
+ *
+ * Sending writes straight to the socket from the caller when nothing is
+ * queued before it; what the socket does not take is copied to the
+ * connection's output buffer and flushed by progress (bounded: a full
+ * buffer is -FI_EAGAIN).  Receiving reads whatever is there into the
+ * connection's input buffer and hands out every complete packet. */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "tcp.h"
+
+#define TCP_MAX_PAYLOAD (64 * 1024)
+#define TCP_IN_CAP      (256 * 1024) /* at least one whole packet */
+#define EV_BATCH        32
+
+enum conn_state {
+	CONN_CONNECTING, /* connect() in progress */
+	CONN_HELLO_SENT, /* waiting for ACK/NACK */
+	CONN_ACCEPTING,  /* accepted, waiting for HELLO */
+	CONN_UP,
+};
+
+struct tcp_conn {
+	struct lm_list node; /* link->conns, or link->dead once closed */
+	int fd;
+	enum conn_state state;
+	bool outgoing;
+	bool closed;   /* freed at the end of the poll that may still see it */
+	bool want_out; /* EPOLLOUT registered */
+	struct lm_link_peer *peer;
+	uint64_t start_ms;
+	unsigned char *in;
+	size_t in_len;
+	unsigned char *out;
+	size_t out_off, out_len, out_cap;
+};
+
+struct lm_link_peer {
+	struct lm_hnode hnode; /* link->peers, by address */
+	struct lm_list node;   /* link->peer_list */
+	struct sockaddr_in addr;
+	struct tcp_conn *conn; /* the one carrying data (or becoming it) */
+	uint64_t instance;     /* the remote endpoint's, once known */
+	bool broken;           /* connection lost or refused: peer_alive false */
+	bool self;             /* our own address: packets loop back locally */
+};
+
+/* A packet an endpoint sent to itself, delivered by its next poll. */
+struct loop_pkt {
+	struct lm_list node;
+	size_t len;
+	unsigned char data[]; /* engine header, then payload */
+};
+
+struct tcp_link {
+	struct lm_link link;
+	const struct tcp_params *params;
+	int epfd, lfd;
+	struct sockaddr_in self;
+	uint64_t instance;
+	size_t hdr_size;
+	lm_link_recv_fn recv;
+	void *arg;
+	struct lm_list conns, dead;
+	struct lm_hmap peers;
+	struct lm_list peer_list;
+	struct lm_list loop; /* struct loop_pkt, in order */
+	int loop_fd;         /* eventfd in the epoll set: loop not empty */
+};
+
+const struct fi_provider *tcp_log_prov;
+
+/* ---- checks ------------------------------------------------------------------ */
+
+int tcp_frame_check(const struct tcp_frame *f, size_t hdr_size, size_t max_payload)
+{
+	if (f->hdr_len != hdr_size || f->len > max_payload || f->flags)
+		return -FI_EINVAL;
+	return 0;
+}
+
+int tcp_hello_check(const struct tcp_hello *h, uint32_t want_kind)
+{
+	if (h->magic != TCP_MAGIC)
+		return -FI_EINVAL;
+	if (h->version != TCP_PROTO_VERSION)
+		return -FI_ENOPROTOOPT;
+	if (h->kind != want_kind)
+		return -FI_EINVAL;
+	if (h->kind != TCP_HELLO_NACK && h->addrlen != sizeof(struct sockaddr_in))
+		return -FI_EINVAL;
+	return 0;
+}
+
+/* ---- helpers --------------------------------------------------------------- */
+
+static uint64_t addr_hash(const struct sockaddr_in *a)
+{
+	return lm_hash_bytes(a, sizeof(*a));
+}
+
+static void norm(struct sockaddr_in *a)
+{
+	memset(a->sin_zero, 0, sizeof(a->sin_zero));
+}
+
+static void ev_set(struct tcp_link *l, struct tcp_conn *c, bool out)
+{
+	struct epoll_event ev = {.events = EPOLLIN | (out ? EPOLLOUT : 0), .data.ptr = c};
+
+	if (c->want_out == out)
+		return;
+	c->want_out = out;
+	epoll_ctl(l->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
+static struct tcp_conn *conn_new(struct tcp_link *l, int fd, enum conn_state st,
+                                 bool outgoing)
+{
+	struct tcp_conn *c = calloc(1, sizeof(*c));
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
+	int one = 1;
+
+	if (!c)
+		return NULL;
+	c->in = malloc(TCP_IN_CAP);
+	if (!c->in) {
+		free(c);
+		return NULL;
+	}
+	c->fd = fd;
+	c->state = st;
+	c->outgoing = outgoing;
+	c->start_ms = lm_now_ms();
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (st == CONN_CONNECTING) {
+		ev.events |= EPOLLOUT;
+		c->want_out = true;
+	}
+	if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev)) {
+		free(c->in);
+		free(c);
+		return NULL;
+	}
+	lm_list_push_back(&l->conns, &c->node);
+	return c;
+}
+
+/* Close c; its peer (if c carried its data) is broken until reset.  The
+ * memory stays until conns_reap: an event batch, or a packet being
+ * delivered from c->in, may still point at it. */
+static void conn_close(struct tcp_link *l, struct tcp_conn *c, bool broken)
+{
+	if (c->closed)
+		return;
+	c->closed = true;
+	if (c->peer && c->peer->conn == c) {
+		c->peer->conn = NULL;
+		if (broken)
+			c->peer->broken = true;
+	}
+	epoll_ctl(l->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+	close(c->fd);
+	lm_list_remove(&c->node);
+	lm_list_push_back(&l->dead, &c->node);
+}
+
+static void conns_reap(struct tcp_link *l)
+{
+	struct lm_list *it;
+
+	while ((it = lm_list_pop_front(&l->dead))) {
+		struct tcp_conn *c = lm_container_of(it, struct tcp_conn, node);
+
+		free(c->in);
+		free(c->out);
+		free(c);
+	}
+}
+
+static struct lm_link_peer *peer_find(struct tcp_link *l, const struct sockaddr_in *a)
+{
+	struct lm_hnode *n = lm_hmap_find(&l->peers, addr_hash(a));
+
+	for (; n; n = lm_hmap_find_next(n)) {
+		struct lm_link_peer *p = lm_container_of(n, struct lm_link_peer, hnode);
+
+		if (!memcmp(&p->addr, a, sizeof(*a)))
+			return p;
+	}
+	return NULL;
+}
+
+static struct lm_link_peer *peer_get(struct tcp_link *l, const struct sockaddr_in *a)
+{
+	struct lm_link_peer *p = peer_find(l, a);
+
+	if (p)
+		return p;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->addr = *a;
+	norm(&p->addr);
+	p->self = !memcmp(&p->addr, &l->self, sizeof(p->addr));
+	lm_hmap_insert(&l->peers, &p->hnode, addr_hash(&p->addr));
+	lm_list_push_back(&l->peer_list, &p->node);
+	return p;
+}
+
+static void hello_fill(struct tcp_link *l, struct tcp_hello *h, uint32_t kind,
+                       uint32_t status)
+{
+	memset(h, 0, sizeof(*h));
+	h->magic = TCP_MAGIC;
+	h->version = TCP_PROTO_VERSION;
+	h->kind = kind;
+	h->instance = l->instance;
+	h->status = status;
+	h->addrlen = sizeof(l->self);
+	memcpy(h->addr, &l->self, sizeof(l->self));
+}
+
+/* A handshake message is small: the socket of a fresh connection takes it
+ * whole or the connection is not worth keeping. */
+static int hello_send(struct tcp_link *l, struct tcp_conn *c, uint32_t kind,
+                      uint32_t status)
+{
+	struct tcp_hello h;
+
+	hello_fill(l, &h, kind, status);
+	return send(c->fd, &h, sizeof(h), MSG_NOSIGNAL) == (ssize_t)sizeof(h) ? 0
+	                                                                      : -FI_EIO;
+}
+
+/* Queue what the socket did not take (bytes from offset skip of the
+ * gathered iov). */
+static int out_append(struct tcp_conn *c, const struct iovec *iov, size_t n, size_t skip)
+{
+	size_t need = 0;
+
+	for (size_t i = 0; i < n; i++)
+		need += iov[i].iov_len;
+	need -= skip;
+	if (c->out_off && c->out_off + c->out_len + need > c->out_cap) {
+		memmove(c->out, c->out + c->out_off, c->out_len);
+		c->out_off = 0;
+	}
+	if (c->out_len + need > c->out_cap) {
+		size_t cap = c->out_cap ? c->out_cap : 64 * 1024;
+		unsigned char *b;
+
+		while (cap < c->out_len + need)
+			cap *= 2;
+		b = realloc(c->out, cap);
+		if (!b)
+			return -FI_ENOMEM;
+		c->out = b;
+		c->out_cap = cap;
+	}
+	for (size_t i = 0; i < n; i++) {
+		size_t len = iov[i].iov_len;
+		const char *base = iov[i].iov_base;
+
+		if (skip >= len) {
+			skip -= len;
+			continue;
+		}
+		memcpy(c->out + c->out_off + c->out_len, base + skip, len - skip);
+		c->out_len += len - skip;
+		skip = 0;
+	}
+	return 0;
+}
+
+/* Write queued bytes; 0, or -FI_EIO when the connection failed. */
+static int out_flush(struct tcp_link *l, struct tcp_conn *c)
+{
+	while (c->out_len) {
+		ssize_t n = send(c->fd, c->out + c->out_off, c->out_len,
+		                 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				break;
+			if (errno == EINTR)
+				continue;
+			return -FI_EIO;
+		}
+		c->out_off += (size_t)n;
+		c->out_len -= (size_t)n;
+	}
+	if (!c->out_len)
+		c->out_off = 0;
+	ev_set(l, c, c->out_len != 0);
+	return 0;
+}
+
+/* ---- connecting ------------------------------------------------------------ */
+
+static int conn_start(struct tcp_link *l, struct lm_link_peer *p)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	struct tcp_conn *c;
+
+	if (fd < 0)
+		return -FI_EMFILE;
+	if (connect(fd, (const struct sockaddr *)&p->addr, sizeof(p->addr)) &&
+	    errno != EINPROGRESS) {
+		LM_INFO(tcp_log_prov, FI_LOG_EP_CTRL, "connect: %s\n", strerror(errno));
+		close(fd);
+		p->broken = true;
+		return -FI_EIO;
+	}
+	c = conn_new(l, fd, CONN_CONNECTING, true);
+	if (!c) {
+		close(fd);
+		return -FI_ENOMEM;
+	}
+	c->peer = p;
+	p->conn = c;
+	return 0;
+}
+
+/* connect() finished: send our HELLO. */
+static void on_connected(struct tcp_link *l, struct tcp_conn *c)
+{
+	int err = 0;
+	socklen_t len = sizeof(err);
+
+	getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len);
+	if (err || hello_send(l, c, TCP_HELLO_RDM, 0)) {
+		LM_INFO(tcp_log_prov, FI_LOG_EP_CTRL, "connection failed: %s\n",
+		        strerror(err ? err : EIO));
+		conn_close(l, c, true);
+		return;
+	}
+	c->state = CONN_HELLO_SENT;
+	ev_set(l, c, false);
+}
+
+/* Does the connection opened by a win over one opened by b? */
+static bool opener_wins(const struct sockaddr_in *a, const struct sockaddr_in *b)
+{
+	return memcmp(a, b, sizeof(*a)) < 0;
+}
+
+/* A HELLO arrived on an accepted connection. */
+static void on_hello(struct tcp_link *l, struct tcp_conn *c, const struct tcp_hello *h)
+{
+	struct sockaddr_in from;
+	struct lm_link_peer *p;
+	int ret = tcp_hello_check(h, TCP_HELLO_RDM);
+
+	if (ret) {
+		LM_WARN(tcp_log_prov, FI_LOG_EP_CTRL,
+		        "refusing a connection: %s (magic 0x%llx, version %u, kind %u)\n",
+		        fi_strerror(-ret), (unsigned long long)h->magic, h->version,
+		        h->kind);
+		if (h->magic == TCP_MAGIC)
+			hello_send(l, c, TCP_HELLO_NACK,
+			           ret == -FI_ENOPROTOOPT ? TCP_NACK_VERSION
+			                                  : TCP_NACK_KIND);
+		conn_close(l, c, false);
+		return;
+	}
+	memcpy(&from, h->addr, sizeof(from));
+	norm(&from);
+	p = peer_get(l, &from);
+	if (!p) {
+		conn_close(l, c, false);
+		return;
+	}
+	if (p->conn && p->instance && p->instance != h->instance) {
+		/* The peer restarted: what we had with it is lost. */
+		LM_INFO(tcp_log_prov, FI_LOG_EP_CTRL, "peer restarted\n");
+		conn_close(l, p->conn, true);
+	} else if (p->conn &&
+	           (p->conn->state == CONN_UP || opener_wins(&l->self, &from))) {
+		hello_send(l, c, TCP_HELLO_NACK, TCP_NACK_DUP);
+		conn_close(l, c, false);
+		return;
+	} else if (p->conn) {
+		/* Both connected at once and theirs wins: drop ours, which
+		 * carried nothing yet. */
+		conn_close(l, p->conn, false);
+	}
+	if (hello_send(l, c, TCP_HELLO_ACK, 0)) {
+		conn_close(l, c, false);
+		return;
+	}
+	p->instance = h->instance;
+	p->conn = c;
+	p->broken = false;
+	c->peer = p;
+	c->state = CONN_UP;
+}
+
+/* ACK or NACK to our HELLO. */
+static void on_answer(struct tcp_link *l, struct tcp_conn *c, const struct tcp_hello *h)
+{
+	struct lm_link_peer *p = c->peer;
+
+	if (h->magic == TCP_MAGIC && h->version == TCP_PROTO_VERSION &&
+	    h->kind == TCP_HELLO_NACK && h->status == TCP_NACK_DUP) {
+		conn_close(l, c, false); /* theirs carries the data */
+		return;
+	}
+	if (tcp_hello_check(h, TCP_HELLO_ACK)) {
+		LM_WARN(tcp_log_prov, FI_LOG_EP_CTRL,
+		        "connection refused by peer (magic 0x%llx, version %u, kind %u, "
+		        "status %u)\n",
+		        (unsigned long long)h->magic, h->version, h->kind, h->status);
+		conn_close(l, c, true);
+		return;
+	}
+	if (p->instance && p->instance != h->instance)
+		LM_INFO(tcp_log_prov, FI_LOG_EP_CTRL, "peer restarted\n");
+	p->instance = h->instance;
+	c->state = CONN_UP;
+	p->broken = false;
+}
+
+/* ---- receiving --------------------------------------------------------------- */
+
+/* Read and hand out packets; returns packets delivered, or -1 when c was
+ * closed. */
+static int conn_read(struct tcp_link *l, struct tcp_conn *c, int budget)
+{
+	const size_t fh = sizeof(struct tcp_frame);
+	int delivered = 0;
+
+	for (;;) {
+		ssize_t n =
+		    recv(c->fd, c->in + c->in_len, TCP_IN_CAP - c->in_len, MSG_DONTWAIT);
+		size_t off = 0;
+
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
+		               errno != EINTR)) {
+			if (c->state == CONN_UP)
+				LM_INFO(tcp_log_prov, FI_LOG_EP_DATA,
+				        "connection closed by peer\n");
+			conn_close(l, c, true);
+			return -1;
+		}
+		if (n < 0)
+			return delivered;
+		c->in_len += (size_t)n;
+
+		while (c->state != CONN_UP) {
+			struct tcp_hello h;
+
+			if (c->in_len - off < sizeof(h))
+				break;
+			memcpy(&h, c->in + off, sizeof(h));
+			off += sizeof(h);
+			if (c->state == CONN_ACCEPTING)
+				on_hello(l, c, &h);
+			else
+				on_answer(l, c, &h);
+			if (c->closed)
+				return -1;
+		}
+		while (c->state == CONN_UP && c->in_len - off >= fh) {
+			struct tcp_frame f;
+			size_t whole;
+
+			memcpy(&f, c->in + off, fh);
+			if (tcp_frame_check(&f, l->hdr_size, l->link.max_payload)) {
+				LM_WARN(tcp_log_prov, FI_LOG_EP_DATA,
+				        "malformed frame (len %u, header %u, flags %u): "
+				        "closing the connection\n",
+				        f.len, f.hdr_len, f.flags);
+				conn_close(l, c, true);
+				return -1;
+			}
+			whole = fh + f.hdr_len + f.len;
+			if (c->in_len - off < whole)
+				break;
+			l->recv(l->arg, &c->peer->addr, c->in + off + fh,
+			        c->in + off + fh + f.hdr_len, f.len);
+			off += whole;
+			delivered++;
+			/* The engine may have answered through c and found it
+			 * broken: its memory stays until conns_reap. */
+			if (c->closed)
+				return delivered;
+		}
+		if (off) {
+			memmove(c->in, c->in + off, c->in_len - off);
+			c->in_len -= off;
+		}
+		if (delivered >= budget || (size_t)n < TCP_IN_CAP / 2)
+			return delivered;
+	}
+}
+
+static void on_accept(struct tcp_link *l)
+{
+	for (;;) {
+		int fd = accept4(l->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0)
+			return;
+		if (!conn_new(l, fd, CONN_ACCEPTING, false))
+			close(fd);
+	}
+}
+
+/* ---- link ops -------------------------------------------------------------- */
+
+static int loop_send(struct tcp_link *l, const void *hdr, const struct iovec *iov,
+                     size_t iov_count, size_t len)
+{
+	struct loop_pkt *k = malloc(sizeof(*k) + l->hdr_size + len);
+	size_t off = l->hdr_size;
+
+	if (!k)
+		return -FI_EAGAIN;
+	k->len = len;
+	memcpy(k->data, hdr, l->hdr_size);
+	for (size_t i = 0; i < iov_count; i++) {
+		memcpy(k->data + off, iov[i].iov_base, iov[i].iov_len);
+		off += iov[i].iov_len;
+	}
+	if (lm_list_empty(&l->loop)) {
+		uint64_t one = 1;
+
+		/* Wakes a reader about to sleep on the epoll set. */
+		if (write(l->loop_fd, &one, sizeof(one)) < 0) {
+			/* the counter cannot overflow from 0: nothing to do */
+		}
+	}
+	lm_list_push_back(&l->loop, &k->node);
+	return 0;
+}
+
+static int loop_deliver(struct tcp_link *l, int budget)
+{
+	struct lm_list *it;
+	int n = 0;
+
+	uint64_t v;
+
+	while (n < budget && (it = lm_list_pop_front(&l->loop))) {
+		struct loop_pkt *k = lm_container_of(it, struct loop_pkt, node);
+
+		l->recv(l->arg, &l->self, k->data, k->data + l->hdr_size, k->len);
+		free(k);
+		n++;
+	}
+	if (lm_list_empty(&l->loop) && read(l->loop_fd, &v, sizeof(v)) < 0) {
+		/* already clear */
+	}
+	return n;
+}
+
+static int tcp_link_poll(struct lm_link *link, int budget)
+{
+	struct tcp_link *l = lm_container_of(link, struct tcp_link, link);
+	struct epoll_event ev[EV_BATCH];
+	int done = lm_list_empty(&l->loop) ? 0 : loop_deliver(l, budget);
+	int n = epoll_wait(l->epfd, ev, EV_BATCH, 0);
+
+	for (int i = 0; i < n; i++) {
+		struct tcp_conn *c = ev[i].data.ptr;
+
+		if (!c) {
+			on_accept(l);
+			continue;
+		}
+		if (ev[i].data.ptr == (void *)&l->loop)
+			continue; /* drained by loop_deliver */
+		/* An earlier event of this batch may have closed c. */
+		if (c->closed)
+			continue;
+		if (ev[i].events & EPOLLOUT) {
+			if (c->state == CONN_CONNECTING) {
+				on_connected(l, c);
+				continue;
+			}
+			if (out_flush(l, c)) {
+				conn_close(l, c, true);
+				continue;
+			}
+		}
+		if (ev[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+			int r = conn_read(l, c, budget - done);
+
+			if (r > 0)
+				done += r;
+		}
+	}
+	conns_reap(l);
+	return done < budget ? done : budget;
+}
+
+static ssize_t tcp_link_send(struct lm_link *link, struct lm_link_peer *p,
+                             const void *hdr, const struct iovec *iov, size_t iov_count)
+{
+	struct tcp_link *l = lm_container_of(link, struct tcp_link, link);
+	struct iovec v[2 + LM_IOV_LIMIT];
+	struct tcp_frame f = {.hdr_len = (uint16_t)l->hdr_size};
+	struct tcp_conn *c = p->conn;
+	size_t total, len = 0;
+	ssize_t n = 0;
+
+	if (p->broken)
+		return -FI_EIO;
+	if (p->self) {
+		for (size_t i = 0; i < iov_count; i++)
+			len += iov[i].iov_len;
+		return len > link->max_payload ? -FI_EMSGSIZE
+		                               : loop_send(l, hdr, iov, iov_count, len);
+	}
+	if (!c) {
+		int ret = conn_start(l, p);
+
+		return ret ? ret : -FI_EAGAIN;
+	}
+	if (c->state != CONN_UP)
+		return -FI_EAGAIN;
+	if (iov_count > LM_IOV_LIMIT)
+		return -FI_EINVAL;
+	for (size_t i = 0; i < iov_count; i++)
+		len += iov[i].iov_len;
+	if (len > link->max_payload)
+		return -FI_EMSGSIZE;
+	f.len = (uint32_t)len;
+	v[0].iov_base = &f;
+	v[0].iov_len = sizeof(f);
+	v[1].iov_base = (void *)hdr;
+	v[1].iov_len = l->hdr_size;
+	memcpy(v + 2, iov, iov_count * sizeof(*iov));
+	total = sizeof(f) + l->hdr_size + len;
+	if (!c->out_len) {
+		struct msghdr m = {.msg_iov = v, .msg_iovlen = 2 + iov_count};
+
+		n = sendmsg(c->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n == (ssize_t)total)
+			return 0;
+		if (n < 0) {
+			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+				conn_close(l, c, true);
+				return -FI_EIO;
+			}
+			n = 0;
+		}
+	} else if (c->out_len + total > l->params->out_max) {
+		if (out_flush(l, c)) {
+			conn_close(l, c, true);
+			return -FI_EIO;
+		}
+		if (c->out_len + total > l->params->out_max)
+			return -FI_EAGAIN;
+	}
+	if (out_append(c, v, 2 + iov_count, (size_t)n))
+		return n ? -FI_EIO
+		         : -FI_EAGAIN; /* a partial packet cannot be taken back */
+	ev_set(l, c, true);
+	return 0;
+}
+
+static int tcp_link_open(void *ctx, const struct lm_link_attr *attr, const void *name,
+                         struct lm_link **out)
+{
+	const struct tcp_params *params = ctx;
+	struct tcp_link *l;
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	socklen_t alen = sizeof(a);
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+	int one = 1, ret = -FI_EADDRNOTAVAIL;
+
+	if (!name)
+		return -FI_EINVAL; /* prov.c always names the interface */
+	memcpy(&a, name, sizeof(a));
+	if (a.sin_family != AF_INET)
+		return -FI_EINVAL;
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return -FI_ENOMEM;
+	l->params = params;
+	l->epfd = epoll_create1(EPOLL_CLOEXEC);
+	l->lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (l->epfd < 0 || l->lfd < 0) {
+		ret = -FI_EMFILE;
+		goto err;
+	}
+	setsockopt(l->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (a.sin_port || !params->port_low) {
+		if (bind(l->lfd, (struct sockaddr *)&a, sizeof(a))) {
+			ret = errno == EADDRINUSE ? -FI_EADDRINUSE : -FI_EADDRNOTAVAIL;
+			goto err;
+		}
+	} else {
+		int port;
+
+		for (port = params->port_low; port <= params->port_high; port++) {
+			a.sin_port = htons((uint16_t)port);
+			if (!bind(l->lfd, (struct sockaddr *)&a, sizeof(a)))
+				break;
+		}
+		if (port > params->port_high) {
+			ret = -FI_EADDRINUSE;
+			goto err;
+		}
+	}
+	l->loop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (l->loop_fd < 0) {
+		ret = -FI_EMFILE;
+		goto err;
+	}
+	if (listen(l->lfd, 512) || getsockname(l->lfd, (struct sockaddr *)&a, &alen) ||
+	    epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->lfd, &ev) ||
+	    epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->loop_fd,
+	              &(struct epoll_event){.events = EPOLLIN, .data.ptr = &l->loop})) {
+		ret = -FI_EIO;
+		goto err;
+	}
+	norm(&a);
+	l->self = a;
+	if (getrandom(&l->instance, sizeof(l->instance), 0) != sizeof(l->instance) ||
+	    !l->instance)
+		l->instance = (uint64_t)lm_now_ms() * 2654435761u | 1;
+	l->hdr_size = attr->hdr_size;
+	l->recv = attr->recv;
+	l->arg = attr->arg;
+	lm_list_init(&l->conns);
+	lm_list_init(&l->dead);
+	lm_list_init(&l->loop);
+	lm_list_init(&l->peer_list);
+	lm_hmap_init(&l->peers, 64);
+	l->link.ops = &tcp_link_ops;
+	l->link.fd = l->epfd;
+	l->link.max_payload = TCP_MAX_PAYLOAD;
+	l->link.inline_max = 256;
+	l->link.caps = 0;
+	l->link.addr = &l->self;
+	*out = &l->link;
+	return 0;
+err:
+	if (l->loop_fd > 0)
+		close(l->loop_fd);
+	if (l->lfd >= 0)
+		close(l->lfd);
+	if (l->epfd >= 0)
+		close(l->epfd);
+	free(l);
+	return ret;
+}
+
+static void tcp_link_close(struct lm_link *link)
+{
+	struct tcp_link *l = lm_container_of(link, struct tcp_link, link);
+	struct lm_list *it, *tmp;
+
+	lm_list_foreach_safe(&l->conns, it, tmp)
+	{
+		struct tcp_conn *c = lm_container_of(it, struct tcp_conn, node);
+
+		/* Whatever is queued goes out if the socket takes it now. */
+		if (c->state == CONN_UP && c->out_len)
+			out_flush(l, c);
+		conn_close(l, c, false);
+	}
+	conns_reap(l);
+	while ((it = lm_list_pop_front(&l->loop)))
+		free(lm_container_of(it, struct loop_pkt, node));
+	while ((it = lm_list_pop_front(&l->peer_list)))
+		free(lm_container_of(it, struct lm_link_peer, node));
+	lm_hmap_fini(&l->peers);
+	close(l->loop_fd);
+	close(l->lfd);
+	close(l->epfd);
+	free(l);
+}
+
+static int tcp_link_peer_open(struct lm_link *link, const void *addr,
+                              struct lm_link_peer **peer)
+{
+	struct tcp_link *l = lm_container_of(link, struct tcp_link, link);
+	struct sockaddr_in a;
+
+	memcpy(&a, addr, sizeof(a));
+	if (a.sin_family != AF_INET)
+		return -FI_EINVAL;
+	norm(&a);
+	*peer = peer_get(l, &a);
+	return *peer ? 0 : -FI_ENOMEM;
+}
+
+/* Peers live as long as the link: connections outlast AV entries. */
+static void tcp_link_peer_close(struct lm_link *link, struct lm_link_peer *peer)
+{
+	(void)link, (void)peer;
+}
+
+static void tcp_link_arm(struct lm_link *link)
+{
+	(void)link; /* the epoll set is level-triggered: nothing to arm */
+}
+
+static void tcp_link_disarm(struct lm_link *link)
+{
+	(void)link;
+}
+
+static bool tcp_link_peer_alive(struct lm_link *link, struct lm_link_peer *p)
+{
+	struct tcp_link *l = lm_container_of(link, struct tcp_link, link);
+
+	if (p->conn && p->conn->state != CONN_UP &&
+	    lm_now_ms() - p->conn->start_ms > (uint64_t)l->params->conn_timeout_ms) {
+		LM_INFO(tcp_log_prov, FI_LOG_EP_CTRL, "connection timed out\n");
+		conn_close(l, p->conn, true);
+	}
+	return !p->broken;
+}
+
+static void tcp_link_peer_reset(struct lm_link *link, struct lm_link_peer *p)
+{
+	(void)link;
+	p->broken = false; /* the next send connects again */
+}
+
+const struct lm_link_ops tcp_link_ops = {
+    .name = "tcp",
+    .addrlen = sizeof(struct sockaddr_in),
+    .addr_from_str = tcp_addr_from_str,
+    .addr_prefix = "fi_sockaddr_in://",
+    .addr_to_str = tcp_addr_to_str,
+    .open = tcp_link_open,
+    .close = tcp_link_close,
+    .peer_open = tcp_link_peer_open,
+    .peer_close = tcp_link_peer_close,
+    .send = tcp_link_send,
+    .poll = tcp_link_poll,
+    .arm = tcp_link_arm,
+    .disarm = tcp_link_disarm,
+    .peer_alive = tcp_link_peer_alive,
+    .peer_reset = tcp_link_peer_reset,
+};

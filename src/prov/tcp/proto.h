@@ -1,0 +1,72 @@
+/* proto.h - the tcp link's wire format: the handshake that opens every
+ * connection and the frame in front of every packet after it.
+ *
+ * Connection setup (C = connecting side, A = accepting side):
+ *
+ *   C -HELLO(kind RDM, C's listening address, C's instance)-> A
+ *   A -ACK(A's listening address, A's instance)-> C         connection up
+ *   A -NACK(status)-> C, close        refused: version, a duplicate, ...
+ *
+ * A connection carries data only after the handshake, so a peer that is
+ * not loom (wrong magic) or speaks another version is refused before a
+ * byte of it is taken as a packet.  Two endpoints that connect to each
+ * other at once keep the connection opened by the one with the lower
+ * address (bytes compared) and refuse the other with NACK(DUP); nothing
+ * was sent on it.  instance is drawn at random per endpoint: a HELLO from
+ * a known address with another instance is a restarted peer.
+ *
+ * After the handshake every packet is:
+ *
+ *   +-----------+---------+-------+----------------+-----------------+
+ *   | len (u32) | hdr_len | flags | engine header  | payload         |
+ *   |           | (u16)   | (u16) | (hdr_len B)    | (len B)         |
+ *   +-----------+---------+-------+----------------+-----------------+
+ *
+ * hdr_len must equal the engine's header size and len be at most the
+ * link's max_payload; anything else closes the connection with an error
+ * (the peer is broken or hostile).  Fields are in the sender's byte order
+ * (loom links join hosts of one architecture; the magic tells). */
+#ifndef LOOM_TCP_PROTO_H
+#define LOOM_TCP_PROTO_H
+
+#include <stdint.h>
+
+#define TCP_MAGIC         0x005043544d4f4f4cULL /* "LOOMTCP" little-endian */
+#define TCP_PROTO_VERSION 1
+
+enum tcp_hello_kind {
+	TCP_HELLO_RDM = 1, /* an RDM endpoint's on-demand connection */
+	TCP_HELLO_ACK = 2,
+	TCP_HELLO_NACK = 3,
+};
+
+enum tcp_nack {
+	TCP_NACK_VERSION = 1, /* the version field is not ours */
+	TCP_NACK_DUP = 2,     /* the other connection between us wins */
+	TCP_NACK_KIND = 3,    /* this endpoint does not take that kind */
+};
+
+#define TCP_ADDR_MAX 28 /* a sockaddr_in6 */
+
+struct tcp_hello {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t kind;
+	uint64_t instance;
+	uint32_t addrlen;
+	uint32_t status; /* NACK: enum tcp_nack */
+	uint8_t addr[TCP_ADDR_MAX];
+	uint32_t pad;
+};
+
+_Static_assert(sizeof(struct tcp_hello) == 64, "handshake is 64 bytes");
+
+struct tcp_frame {
+	uint32_t len;
+	uint16_t hdr_len;
+	uint16_t flags;
+};
+
+_Static_assert(sizeof(struct tcp_frame) == 8, "frame header is 8 bytes");
+
+#endif

@@ -1,0 +1,37 @@
+/* tcp.h - the tcp provider: the RDM engine over the TCP link (link.c), the
+ * fi_provider with its interface and address handling (prov.c).  Wire
+ * format: proto.h. */
+#ifndef LOOM_TCP_H
+#define LOOM_TCP_H
+
+#include <netinet/in.h>
+
+#include "proto.h"
+#include "rdm.h"
+
+/* What a domain's links share: the provider's parameters. */
+struct tcp_params {
+	int port_low, port_high; /* 0: any port */
+	int conn_timeout_ms;     /* a connection not up by then fails */
+	size_t out_max;          /* bytes queued per connection before -FI_EAGAIN */
+};
+
+extern const struct lm_link_ops tcp_link_ops;
+extern struct fi_provider tcp_prov;
+extern const struct fi_provider *tcp_log_prov;
+
+struct fi_provider *tcp_prov_init(void);
+
+/* sockaddr_in text forms: "fi_sockaddr_in://a.b.c.d:port" and host/service
+ * resolution (prov.c). */
+int tcp_addr_from_str(const char *node, const char *service, void *addr);
+int tcp_addr_to_str(const void *addr, char *buf, size_t *len);
+
+/* Frame and handshake checks (link.c), apart so the fuzz target can call
+ * them: 0 when the bytes are an acceptable frame header / hello for a link
+ * whose engine header is hdr_size bytes and whose payloads are at most
+ * max_payload bytes, else a negative FI_E* code. */
+int tcp_frame_check(const struct tcp_frame *f, size_t hdr_size, size_t max_payload);
+int tcp_hello_check(const struct tcp_hello *h, uint32_t want_kind);
+
+#endif
