@@ -112,6 +112,8 @@ struct lm_rdm_peer *lm_rdm_peer_by_fiaddr(struct lm_rdm_ep *ep, fi_addr_t addr)
 	const void *bytes;
 	struct lm_rdm_peer *p;
 
+	if (ep->connected)
+		return ep->msg_peer;
 	if (!ep->av || addr == FI_ADDR_NOTAVAIL)
 		return NULL;
 	idx = addr & ep->av->idx_mask;
@@ -341,7 +343,7 @@ static int ep_enable(struct lm_rdm_ep *ep)
 
 	if (ep->enabled)
 		return 0;
-	if (!ep->av)
+	if (!ep->av && !ep->connected)
 		return -FI_ENOAV;
 	for (int i = 0; i < LM_CNTR_MAX; i++)
 		any_cntr |= ep->cntr[i] != NULL;
@@ -611,6 +613,32 @@ static const struct fi_ops_ep ep_ops = {
     .tx_size_left = ep_tx_size_left,
 };
 
+/* ---- connected endpoints -------------------------------------------------- */
+
+int lm_rdm_ep_connected(struct lm_rdm_ep *ep, const void *addr)
+{
+	struct lm_rdm_peer *p;
+
+	lm_lock_acquire(&ep->lock);
+	p = ep->link ? lm_rdm_peer_by_addr(ep, addr) : NULL;
+	if (p) {
+		p->dead = false;
+		ep->msg_peer = p;
+	}
+	lm_lock_release(&ep->lock);
+	return p ? 0 : -FI_ENOMEM;
+}
+
+void lm_rdm_ep_disconnected(struct lm_rdm_ep *ep, int err)
+{
+	lm_lock_acquire(&ep->lock);
+	if (ep->msg_peer) {
+		ep->msg_peer->dead = true;
+		lm_rdm_fail_peer(ep, ep->msg_peer, err);
+	}
+	lm_lock_release(&ep->lock);
+}
+
 /* ---- fi_ops_cm: names ----------------------------------------------------- */
 
 static int link_open(struct lm_rdm_ep *ep, const void *name)
@@ -622,6 +650,7 @@ static int link_open(struct lm_rdm_ep *ep, const void *name)
 	    .tx_size = ep->tx_count,
 	    .rx_size = ep->rx_limit,
 	    .no_bulk = ep->dom->no_bulk,
+	    .connected = ep->connected,
 	};
 	struct lm_link *link;
 	int ret = ep->dom->link_ops->open(ep->dom->link_ctx, &attr, name, &link);
@@ -776,11 +805,13 @@ int lm_rdm_endpoint(struct fid_domain *domain, struct fi_info *info,
 	unsigned char *bin = NULL;
 	int ret;
 
-	if (!info || !ep_fid || !info->ep_attr || info->ep_attr->type != FI_EP_RDM)
+	if (!info || !ep_fid || !info->ep_attr ||
+	    (info->ep_attr->type != FI_EP_RDM && info->ep_attr->type != FI_EP_MSG))
 		return -FI_EINVAL;
 	ep = calloc(1, sizeof(*ep));
 	if (!ep)
 		return -FI_ENOMEM;
+	ep->connected = info->ep_attr->type == FI_EP_MSG;
 	ep->info = lm_info_dup(info);
 	if (!ep->info) {
 		free(ep);

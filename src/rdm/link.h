@@ -29,6 +29,10 @@ struct lm_link_attr {
 	/* Queue depths the application asked for (tx_attr/rx_attr size). */
 	size_t tx_size, rx_size;
 	bool no_bulk; /* never offer bulk (CMA) transfers */
+	/* A connected (FI_EP_MSG) endpoint: the link takes no connections of
+	 * its own; its one peer comes from the provider's connection
+	 * management. */
+	bool connected;
 };
 
 /* Capabilities a link reports after open. */

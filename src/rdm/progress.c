@@ -590,6 +590,39 @@ static void fail_gone_tx(struct lm_rdm_ep *ep, struct lm_list *list)
 	}
 }
 
+void lm_rdm_fail_peer(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer, int err)
+{
+	struct lm_list *lists[] = {&ep->tx_wait, &ep->tx_queue};
+	struct lm_list *it, *tmp;
+
+	for (size_t i = 0; i < 2; i++)
+		lm_list_foreach_safe(lists[i], it, tmp)
+		{
+			struct lm_rdm_tx *tx =
+			    lm_container_of(it, struct lm_rdm_tx, node);
+
+			if (tx->peer == peer)
+				lm_rdm_tx_done(ep, tx, err);
+		}
+	lm_list_foreach_safe(&ep->rndv_active, it, tmp)
+	{
+		struct lm_rdm_rndv *r = lm_container_of(it, struct lm_rdm_rndv, node);
+
+		if (r->peer == peer)
+			lm_rdm_rndv_fail(ep, r, err);
+	}
+	lm_list_foreach_safe(&ep->ctl_queue, it, tmp)
+	{
+		struct lm_rdm_ctl *c = lm_container_of(it, struct lm_rdm_ctl, node);
+
+		if (c->peer == peer) {
+			lm_list_remove(&c->node);
+			free(c->big);
+			lm_bufpool_free(&ep->ctl_pool, c);
+		}
+	}
+}
+
 static void check_peers(struct lm_rdm_ep *ep)
 {
 	struct lm_list *it, *tmp;

@@ -319,6 +319,8 @@ struct lm_rdm_ep {
 	struct lm_bufpool ctl_pool;
 
 	struct lm_hmap peers;
+	bool connected;                /* FI_EP_MSG: every operation goes to msg_peer */
+	struct lm_rdm_peer *msg_peer;  /* set by lm_rdm_ep_connected */
 	struct lm_rdm_peer **peer_vec; /* fi_addr index -> peer */
 	size_t peer_vec_len;
 	uint64_t peer_gen;
@@ -333,12 +335,19 @@ struct lm_rdm_ep {
 	atomic_bool quiet;
 	struct lm_lock lock;
 	char *name; /* address set with fi_setname before the link opened */
+	void *prov; /* the provider's own state for this endpoint */
 };
 
 /* ep.c */
 int lm_rdm_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep,
                     void *context);
 struct lm_rdm_peer *lm_rdm_peer_by_fiaddr(struct lm_rdm_ep *ep, fi_addr_t addr);
+/* A connected endpoint's peer is now the link peer at addr (the provider's
+ * connection management made the connection).  Under no lock of ep's. */
+int lm_rdm_ep_connected(struct lm_rdm_ep *ep, const void *addr);
+/* The operations still outstanding with a connected endpoint's peer end
+ * (its connection is gone): FI_ECANCELED for fi_shutdown, FI_EIO when lost. */
+void lm_rdm_ep_disconnected(struct lm_rdm_ep *ep, int err);
 struct lm_rdm_peer *lm_rdm_peer_by_addr(struct lm_rdm_ep *ep, const void *addr);
 fi_addr_t lm_rdm_peer_fiaddr(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer);
 
@@ -402,6 +411,8 @@ void lm_rdm_tx_flush(struct lm_rdm_ep *ep);
 void lm_rdm_ctl_send(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
                      const struct lm_rdm_hdr *hdr, const void *payload, size_t len);
 void lm_rdm_tx_done(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx, int err);
+/* Every request, rendezvous and queued answer with peer ends with err. */
+void lm_rdm_fail_peer(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer, int err);
 const char *lm_rdm_strerror(struct lm_cq *cq, int prov_errno, const void *err_data);
 
 /* msg.c */

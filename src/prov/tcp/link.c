@@ -79,6 +79,8 @@ struct tcp_link {
 	struct lm_list peer_list;
 	struct lm_list loop; /* struct loop_pkt, in order */
 	int loop_fd;         /* eventfd in the epoll set: loop not empty */
+	bool connected;      /* an FI_EP_MSG endpoint's: no listener */
+	bool lost;           /* connected: the connection broke */
 };
 
 const struct fi_provider *tcp_log_prov;
@@ -88,6 +90,18 @@ const struct fi_provider *tcp_log_prov;
 int tcp_frame_check(const struct tcp_frame *f, size_t hdr_size, size_t max_payload)
 {
 	if (f->hdr_len != hdr_size || f->len > max_payload || f->flags)
+		return -FI_EINVAL;
+	return 0;
+}
+
+int tcp_cm_check(const struct tcp_cm_msg *m)
+{
+	if (m->magic != TCP_MAGIC)
+		return -FI_EINVAL;
+	if (m->version != TCP_PROTO_VERSION)
+		return -FI_ENOPROTOOPT;
+	if (m->kind < TCP_CM_REQ || m->kind > TCP_CM_REJECT || m->pad ||
+	    m->data_len > TCP_CM_DATA_MAX)
 		return -FI_EINVAL;
 	return 0;
 }
@@ -146,6 +160,21 @@ static struct tcp_conn *conn_new(struct tcp_link *l, int fd, enum conn_state st,
 	c->outgoing = outgoing;
 	c->start_ms = lm_now_ms();
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	/* A peer that vanishes without a FIN or RST (a host down, a link
+	 * cut) is noticed within about conn_timeout: unacknowledged data
+	 * times out (TCP_USER_TIMEOUT), an idle connection is probed. */
+	{
+		unsigned int tmo = (unsigned int)l->params->conn_timeout_ms;
+		int idle = l->params->conn_timeout_ms / 3000, intvl = 1, cnt = 3;
+
+		if (idle < 1)
+			idle = 1;
+		setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &tmo, sizeof(tmo));
+		setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+		setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+		setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+		setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+	}
 	if (st == CONN_CONNECTING) {
 		ev.events |= EPOLLOUT;
 		c->want_out = true;
@@ -171,6 +200,8 @@ static void conn_close(struct tcp_link *l, struct tcp_conn *c, bool broken)
 		c->peer->conn = NULL;
 		if (broken)
 			c->peer->broken = true;
+		if (l->connected)
+			l->lost = true;
 	}
 	epoll_ctl(l->epfd, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
@@ -684,18 +715,28 @@ static int tcp_link_open(void *ctx, const struct lm_link_attr *attr, const void 
 	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
 	int one = 1, ret = -FI_EADDRNOTAVAIL;
 
-	if (!name)
-		return -FI_EINVAL; /* prov.c always names the interface */
-	memcpy(&a, name, sizeof(a));
+	if (name)
+		memcpy(&a, name, sizeof(a));
 	if (a.sin_family != AF_INET)
 		return -FI_EINVAL;
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return -FI_ENOMEM;
 	l->params = params;
+	l->lfd = -1;
 	l->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (l->epfd < 0) {
+		ret = -FI_EMFILE;
+		goto err;
+	}
+	if (attr->connected) {
+		/* Named by its connection, once connection management made it. */
+		l->connected = true;
+		a.sin_port = 0;
+		goto common;
+	}
 	l->lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (l->epfd < 0 || l->lfd < 0) {
+	if (l->lfd < 0) {
 		ret = -FI_EMFILE;
 		goto err;
 	}
@@ -718,16 +759,17 @@ static int tcp_link_open(void *ctx, const struct lm_link_attr *attr, const void 
 			goto err;
 		}
 	}
-	l->loop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (l->loop_fd < 0) {
-		ret = -FI_EMFILE;
+	if (listen(l->lfd, 512) || getsockname(l->lfd, (struct sockaddr *)&a, &alen) ||
+	    epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->lfd, &ev)) {
+		ret = -FI_EIO;
 		goto err;
 	}
-	if (listen(l->lfd, 512) || getsockname(l->lfd, (struct sockaddr *)&a, &alen) ||
-	    epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->lfd, &ev) ||
+common:
+	l->loop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (l->loop_fd < 0 ||
 	    epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->loop_fd,
 	              &(struct epoll_event){.events = EPOLLIN, .data.ptr = &l->loop})) {
-		ret = -FI_EIO;
+		ret = -FI_EMFILE;
 		goto err;
 	}
 	norm(&a);
@@ -783,7 +825,8 @@ static void tcp_link_close(struct lm_link *link)
 		free(lm_container_of(it, struct lm_link_peer, node));
 	lm_hmap_fini(&l->peers);
 	close(l->loop_fd);
-	close(l->lfd);
+	if (l->lfd >= 0)
+		close(l->lfd);
 	close(l->epfd);
 	free(l);
 }
@@ -832,8 +875,61 @@ static bool tcp_link_peer_alive(struct lm_link *link, struct lm_link_peer *p)
 
 static void tcp_link_peer_reset(struct lm_link *link, struct lm_link_peer *p)
 {
-	(void)link;
-	p->broken = false; /* the next send connects again */
+	struct tcp_link *l = lm_container_of(link, struct tcp_link, link);
+
+	if (!l->connected)
+		p->broken = false; /* the next send connects again */
+}
+
+int tcp_link_adopt(struct lm_link *link, int fd, const struct sockaddr_in *peer)
+{
+	struct tcp_link *l = lm_container_of(link, struct tcp_link, link);
+	struct sockaddr_in a;
+	socklen_t alen = sizeof(a);
+	struct lm_link_peer *p;
+	struct tcp_conn *c;
+	int fl = fcntl(fd, F_GETFL);
+
+	if (!l->connected || !lm_list_empty(&l->conns))
+		return -FI_EOPBADSTATE;
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK))
+		return -FI_EIO;
+	if (!getsockname(fd, (struct sockaddr *)&a, &alen)) {
+		norm(&a);
+		l->self = a;
+	}
+	p = peer_get(l, peer);
+	if (!p)
+		return -FI_ENOMEM;
+	c = conn_new(l, fd, CONN_UP, false);
+	if (!c)
+		return -FI_ENOMEM;
+	c->peer = p;
+	p->conn = c;
+	p->broken = false;
+	return 0;
+}
+
+bool tcp_link_lost(struct lm_link *link)
+{
+	return lm_container_of(link, struct tcp_link, link)->lost;
+}
+
+void tcp_link_shutdown(struct lm_link *link)
+{
+	struct tcp_link *l = lm_container_of(link, struct tcp_link, link);
+	struct lm_list *it, *tmp;
+
+	lm_list_foreach_safe(&l->conns, it, tmp)
+	{
+		struct tcp_conn *c = lm_container_of(it, struct tcp_conn, node);
+
+		if (c->out_len)
+			out_flush(l, c);
+		shutdown(c->fd, SHUT_RDWR);
+		conn_close(l, c, true);
+	}
+	conns_reap(l);
 }
 
 const struct lm_link_ops tcp_link_ops = {

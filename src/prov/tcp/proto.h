@@ -48,6 +48,34 @@ enum tcp_nack {
 
 #define TCP_ADDR_MAX 28 /* a sockaddr_in6 */
 
+/* Connected (FI_EP_MSG) endpoints open their connection with connection
+ * management messages instead of the RDM handshake:
+ *
+ *   C -CM_REQ(data)-> A        A's application sees FI_CONNREQ
+ *   A -CM_ACCEPT(data)-> C     fi_accept: both see FI_CONNECTED; frames follow
+ *   A -CM_REJECT(data)-> C     fi_reject: C sees FI_ECONNREFUSED, A closes
+ *
+ * data is the application's connection data, at most TCP_CM_DATA_MAX
+ * bytes.  Each message is read exactly (header, then data_len bytes), so
+ * frames that follow an accept are never taken for connection data. */
+#define TCP_CM_DATA_MAX 256
+
+enum tcp_cm_kind {
+	TCP_CM_REQ = 16,
+	TCP_CM_ACCEPT = 17,
+	TCP_CM_REJECT = 18,
+};
+
+struct tcp_cm_msg {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t kind;
+	uint32_t data_len;
+	uint32_t pad;
+};
+
+_Static_assert(sizeof(struct tcp_cm_msg) == 24, "cm message header is 24 bytes");
+
 struct tcp_hello {
 	uint64_t magic;
 	uint32_t version;

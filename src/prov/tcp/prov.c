@@ -42,6 +42,19 @@ static const struct fi_rx_attr tcp_rx = {
     .size = 1024,
     .iov_limit = LM_IOV_LIMIT,
 };
+/* FI_EP_MSG: one peer, so no source addressing or directed receives. */
+#define TCP_MSG_CAPS (TCP_CAPS & ~(FI_SOURCE | FI_DIRECTED_RECV))
+
+static const struct fi_ep_attr tcp_msg_ep = {
+    .type = FI_EP_MSG,
+    .protocol = FI_PROTO_SOCK_TCP,
+    .protocol_version = TCP_PROTO_VERSION,
+    .max_msg_size = (size_t)1 << 62,
+    .msg_prefix_size = 0,
+    .tx_ctx_cnt = 1,
+    .rx_ctx_cnt = 1,
+};
+
 static const struct fi_ep_attr tcp_ep = {
     .type = FI_EP_RDM,
     .protocol = FI_PROTO_SOCK_TCP,
@@ -278,8 +291,8 @@ static int tcp_getinfo(uint32_t version, const char *node, const char *service,
 	n = ifaces_list(ifs, TCP_MAX_IFACES);
 	for (int i = 0; i < n; i++) {
 		struct fi_tx_attr tx = tcp_tx;
-		struct fi_rx_attr rx = tcp_rx;
-		struct fi_ep_attr ep = tcp_ep;
+		struct fi_rx_attr rx = tcp_rx, mrx = tcp_rx;
+		struct fi_ep_attr ep = tcp_ep, mep = tcp_msg_ep;
 		struct fi_domain_attr dom = tcp_dom;
 		struct fi_fabric_attr fab = {.name = ifs[i].fabric,
 		                             .prov_version = FI_VERSION(1, 0)};
@@ -290,7 +303,8 @@ static int tcp_getinfo(uint32_t version, const char *node, const char *service,
 		                       .ep_attr = &ep,
 		                       .domain_attr = &dom,
 		                       .fabric_attr = &fab};
-		const struct fi_info *tmpls[] = {&tmpl, NULL};
+		struct fi_info msg = tmpl;
+		const struct fi_info *tmpls[] = {&tmpl, &msg, NULL};
 		struct fi_info *got = NULL, *cur;
 		struct sockaddr_in mine = ifs[i].addr;
 
@@ -301,6 +315,10 @@ static int tcp_getinfo(uint32_t version, const char *node, const char *service,
 		if (have_src)
 			mine.sin_port = src.sin_port;
 		dom.name = ifs[i].name;
+		mrx.caps &= TCP_MSG_CAPS;
+		msg.caps = TCP_MSG_CAPS;
+		msg.rx_attr = &mrx;
+		msg.ep_attr = &mep;
 		if (lm_info_match_list(version, tmpls, hints, &got))
 			continue;
 		for (cur = got; cur; cur = cur->next) {
@@ -332,6 +350,14 @@ static int tcp_getinfo(uint32_t version, const char *node, const char *service,
 
 static struct fi_ops_domain tcp_domain_ops;
 
+static int tcp_endpoint(struct fid_domain *domain, struct fi_info *info,
+                        struct fid_ep **ep, void *context)
+{
+	if (info && info->ep_attr && info->ep_attr->type == FI_EP_MSG)
+		return tcp_msg_endpoint(domain, info, ep, context);
+	return lm_rdm_endpoint(domain, info, ep, context);
+}
+
 static int tcp_domain_open(struct fid_fabric *fabric, struct fi_info *info,
                            struct fid_domain **domain, void *context)
 {
@@ -350,6 +376,7 @@ static int tcp_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 		return ret;
 	}
 	tcp_domain_ops = lm_rdm_domain_ops;
+	tcp_domain_ops.endpoint = tcp_endpoint;
 	dom->util.domain_fid.ops = &tcp_domain_ops;
 	dom->no_bulk = true;
 	*domain = &dom->util.domain_fid;
@@ -371,6 +398,7 @@ static int tcp_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabr
 		return -FI_ENOMEM;
 	tcp_fabric_ops = lm_fabric_ops;
 	tcp_fabric_ops.domain = tcp_domain_open;
+	tcp_fabric_ops.passive_ep = tcp_passive_ep;
 	ret = lm_fabric_init(fab, &tcp_prov, attr, &tcp_fabric_ops, context);
 	if (ret) {
 		free(fab);

@@ -33,5 +33,21 @@ int tcp_addr_to_str(const void *addr, char *buf, size_t *len);
  * max_payload bytes, else a negative FI_E* code. */
 int tcp_frame_check(const struct tcp_frame *f, size_t hdr_size, size_t max_payload);
 int tcp_hello_check(const struct tcp_hello *h, uint32_t want_kind);
+int tcp_cm_check(const struct tcp_cm_msg *m);
+
+/* Connected links (lm_link_attr.connected, link.c): take the socket that
+ * connection management opened (blocking or not) as the one connection,
+ * to peer; whether it has been lost since (EOF, error); close it
+ * (fi_shutdown). */
+int tcp_link_adopt(struct lm_link *link, int fd, const struct sockaddr_in *peer);
+bool tcp_link_lost(struct lm_link *link);
+void tcp_link_shutdown(struct lm_link *link);
+
+/* Connection management (cm.c): passive endpoints, and the connect /
+ * accept / shutdown side of FI_EP_MSG endpoints built on the engine's. */
+int tcp_passive_ep(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep **pep,
+                   void *context);
+int tcp_msg_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep,
+                     void *context);
 
 #endif

@@ -1,0 +1,793 @@
+/* cm.c - connection management of the tcp provider (man fi_cm): passive
+ * endpoints that listen and turn connection requests into FI_CONNREQ
+ * events, and FI_EP_MSG endpoints - the RDM engine's endpoint with one
+ * peer - that connect, accept, shut down and report FI_CONNECTED,
+ * FI_SHUTDOWN and refused or timed-out connections on their EQ.  Wire
+ * messages: proto.h.  Progress runs from the EQ's reads (hooks), so an
+ * application that only waits on its EQ still sees its events. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "tcp.h"
+
+/* ---- messages -------------------------------------------------------------- */
+
+static int cm_send(int fd, uint32_t kind, const void *data, size_t len)
+{
+	struct tcp_cm_msg m = {.magic = TCP_MAGIC,
+	                       .version = TCP_PROTO_VERSION,
+	                       .kind = kind,
+	                       .data_len = (uint32_t)len};
+	struct iovec v[2] = {{&m, sizeof(m)}, {(void *)data, len}};
+	struct msghdr h = {.msg_iov = v, .msg_iovlen = len ? 2 : 1};
+
+	/* A fresh connection's socket buffer takes a few hundred bytes. */
+	return sendmsg(fd, &h, MSG_NOSIGNAL) == (ssize_t)(sizeof(m) + len) ? 0 : -FI_EIO;
+}
+
+/* Reading one message exactly, in as many calls as it takes. */
+struct cm_in {
+	unsigned char buf[sizeof(struct tcp_cm_msg) + TCP_CM_DATA_MAX];
+	size_t got;
+};
+
+/* 1: a whole valid message is in in->buf; 0: not yet; <0: bad or closed. */
+static int cm_read(int fd, struct cm_in *in)
+{
+	const size_t hs = sizeof(struct tcp_cm_msg);
+
+	for (;;) {
+		size_t want = hs;
+		struct tcp_cm_msg m;
+		ssize_t n;
+
+		if (in->got >= hs) {
+			memcpy(&m, in->buf, hs);
+			if (tcp_cm_check(&m))
+				return -FI_EINVAL;
+			want = hs + m.data_len;
+			if (in->got == want)
+				return 1;
+		}
+		n = recv(fd, in->buf + in->got, want - in->got, MSG_DONTWAIT);
+		if (n == 0)
+			return -FI_ECONNRESET;
+		if (n < 0)
+			return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR
+			           ? 0
+			           : -FI_ECONNRESET;
+		in->got += (size_t)n;
+	}
+}
+
+static const struct tcp_cm_msg *cm_hdr(const struct cm_in *in)
+{
+	return (const struct tcp_cm_msg *)in->buf;
+}
+
+/* The address as the info's format gives it. */
+static int addr_out(uint32_t fmt, const struct sockaddr_in *a, void *buf, size_t *len)
+{
+	if (fmt == FI_ADDR_STR)
+		return tcp_addr_to_str(a, buf, len);
+	if (*len < sizeof(*a)) {
+		*len = sizeof(*a);
+		return -FI_ETOOSMALL;
+	}
+	memcpy(buf, a, sizeof(*a));
+	*len = sizeof(*a);
+	return 0;
+}
+
+static int addr_in(uint32_t fmt, const void *addr, size_t len, struct sockaddr_in *out)
+{
+	if (!addr)
+		return -FI_EINVAL;
+	if (fmt == FI_ADDR_STR)
+		return tcp_addr_from_str(addr, NULL, out);
+	if (len < sizeof(*out) || ((const struct sockaddr *)addr)->sa_family != AF_INET)
+		return -FI_EINVAL;
+	memcpy(out, addr, sizeof(*out));
+	memset(out->sin_zero, 0, sizeof(out->sin_zero));
+	return 0;
+}
+
+/* ---- passive endpoints ---------------------------------------------------- */
+
+struct tcp_pep;
+
+/* A connection request: the accepted socket until fi_accept or
+ * fi_reject; info->handle of the FI_CONNREQ event names it. */
+struct tcp_connreq {
+	struct fid fid; /* FI_CLASS_CONNREQ */
+	struct lm_list node;
+	struct tcp_pep *pep;
+	int fd;
+	struct sockaddr_in peer;
+	struct cm_in in;
+};
+
+struct tcp_pep {
+	struct fid_pep pep_fid;
+	struct lm_fabric *fab;
+	struct fi_info *info;
+	int lfd, epfd;
+	struct sockaddr_in addr;
+	struct lm_eq *eq;
+	struct lm_progress prog;
+	struct lm_list pending; /* tcp_connreq still being read */
+	bool listening;
+	struct lm_lock lock;
+};
+
+static int connreq_close(struct fid *fid)
+{
+	struct tcp_connreq *r = lm_container_of(fid, struct tcp_connreq, fid);
+
+	if (r->fd >= 0)
+		close(r->fd);
+	free(r);
+	return 0;
+}
+
+static const struct fi_ops connreq_ops = {
+    .size = sizeof(struct fi_ops),
+    .close = connreq_close,
+    .bind = lm_fid_no_bind,
+    .control = lm_fid_no_control,
+    .ops_open = lm_fid_no_ops_open,
+};
+
+static void connreq_drop(struct tcp_pep *p, struct tcp_connreq *r)
+{
+	epoll_ctl(p->epfd, EPOLL_CTL_DEL, r->fd, NULL);
+	lm_list_remove(&r->node);
+	connreq_close(&r->fid);
+}
+
+/* A whole request arrived: FI_CONNREQ with an info naming it. */
+static void connreq_post(struct tcp_pep *p, struct tcp_connreq *r)
+{
+	const struct tcp_cm_msg *m = cm_hdr(&r->in);
+	unsigned char ev[sizeof(struct fi_eq_cm_entry) + TCP_CM_DATA_MAX];
+	struct fi_eq_cm_entry *e = (struct fi_eq_cm_entry *)ev;
+	struct fi_info *info = fi_dupinfo(p->info);
+	char text[64];
+	size_t len = sizeof(text);
+
+	if (!info || m->kind != TCP_CM_REQ) {
+		fi_freeinfo(info);
+		connreq_drop(p, r);
+		return;
+	}
+	free(info->dest_addr);
+	info->dest_addr = NULL;
+	info->dest_addrlen = 0;
+	if (!addr_out(info->addr_format, &r->peer, text, &len)) {
+		info->dest_addr = malloc(len);
+		if (info->dest_addr) {
+			memcpy(info->dest_addr, text, len);
+			info->dest_addrlen = len;
+		}
+	}
+	epoll_ctl(p->epfd, EPOLL_CTL_DEL, r->fd, NULL);
+	lm_list_remove(&r->node);
+	info->handle = &r->fid;
+	memset(e, 0, sizeof(*e));
+	e->fid = &p->pep_fid.fid;
+	e->info = info;
+	memcpy(e->data, r->in.buf + sizeof(*m), m->data_len);
+	if (lm_eq_write(p->eq, FI_CONNREQ, ev, sizeof(*e) + m->data_len, 0) < 0) {
+		info->handle = NULL;
+		fi_freeinfo(info);
+		connreq_close(&r->fid);
+	}
+}
+
+static void pep_progress(struct lm_progress *prog)
+{
+	struct tcp_pep *p = lm_container_of(prog, struct tcp_pep, prog);
+	struct epoll_event ev[16];
+	int n;
+
+	lm_lock_acquire(&p->lock);
+	if (!p->listening) {
+		lm_lock_release(&p->lock);
+		return;
+	}
+	n = epoll_wait(p->epfd, ev, 16, 0);
+	for (int i = 0; i < n; i++) {
+		struct tcp_connreq *r = ev[i].data.ptr;
+		int ret;
+
+		if (!r) {
+			int fd;
+
+			while ((fd = accept4(p->lfd, NULL, NULL,
+			                     SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
+				socklen_t alen = sizeof(struct sockaddr_in);
+				struct epoll_event e = {.events = EPOLLIN};
+
+				r = calloc(1, sizeof(*r));
+				if (!r) {
+					close(fd);
+					continue;
+				}
+				r->fid.fclass = FI_CLASS_CONNREQ;
+				r->fid.ops = (struct fi_ops *)&connreq_ops;
+				r->pep = p;
+				r->fd = fd;
+				getpeername(fd, (struct sockaddr *)&r->peer, &alen);
+				memset(r->peer.sin_zero, 0, sizeof(r->peer.sin_zero));
+				e.data.ptr = r;
+				lm_list_push_back(&p->pending, &r->node);
+				if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, fd, &e)) {
+					lm_list_remove(&r->node);
+					connreq_close(&r->fid);
+				}
+			}
+			continue;
+		}
+		ret = cm_read(r->fd, &r->in);
+		if (ret < 0) {
+			LM_INFO(tcp_log_prov, FI_LOG_EP_CTRL,
+			        "dropping a connection request: %s\n", fi_strerror(-ret));
+			connreq_drop(p, r);
+		} else if (ret > 0) {
+			connreq_post(p, r);
+		}
+	}
+	lm_lock_release(&p->lock);
+}
+
+static int pep_close(struct fid *fid)
+{
+	struct tcp_pep *p = lm_container_of(fid, struct tcp_pep, pep_fid.fid);
+	struct lm_list *it;
+
+	if (p->eq) {
+		lm_eq_del_progress(p->eq, &p->prog);
+		atomic_fetch_sub(&p->eq->ref, 1);
+	}
+	while ((it = lm_list_pop_front(&p->pending))) {
+		lm_list_init(it);
+		connreq_drop(p, lm_container_of(it, struct tcp_connreq, node));
+	}
+	close(p->lfd);
+	close(p->epfd);
+	fi_freeinfo(p->info);
+	lm_lock_fini(&p->lock);
+	free(p);
+	return 0;
+}
+
+static int pep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct tcp_pep *p = lm_container_of(fid, struct tcp_pep, pep_fid.fid);
+
+	if (!bfid || bfid->fclass != FI_CLASS_EQ)
+		return -FI_EINVAL;
+	if (flags)
+		return -FI_EBADFLAGS;
+	if (p->eq)
+		return -FI_EINVAL;
+	p->eq = lm_container_of(bfid, struct lm_eq, eq_fid.fid);
+	atomic_fetch_add(&p->eq->ref, 1);
+	p->prog.run = pep_progress;
+	p->prog.fd = p->epfd;
+	lm_list_init(&p->prog.node);
+	lm_eq_add_progress(p->eq, &p->prog);
+	return 0;
+}
+
+static const struct fi_ops pep_fid_ops = {
+    .size = sizeof(struct fi_ops),
+    .close = pep_close,
+    .bind = pep_bind,
+    .control = lm_fid_no_control,
+    .ops_open = lm_fid_no_ops_open,
+};
+
+static int pep_getname(fid_t fid, void *addr, size_t *addrlen)
+{
+	struct tcp_pep *p = lm_container_of(fid, struct tcp_pep, pep_fid.fid);
+
+	if (!addrlen)
+		return -FI_EINVAL;
+	if (!addr)
+		*addrlen = 0;
+	return addr_out(p->info->addr_format, &p->addr, addr, addrlen);
+}
+
+static int pep_setname(fid_t fid, void *addr, size_t addrlen)
+{
+	struct tcp_pep *p = lm_container_of(fid, struct tcp_pep, pep_fid.fid);
+	struct sockaddr_in a;
+	socklen_t alen = sizeof(a);
+
+	if (p->listening)
+		return -FI_EOPBADSTATE;
+	if (addr_in(p->info->addr_format, addr, addrlen, &a))
+		return -FI_EINVAL;
+	if (bind(p->lfd, (struct sockaddr *)&a, sizeof(a)))
+		return errno == EADDRINUSE ? -FI_EADDRINUSE : -FI_EADDRNOTAVAIL;
+	getsockname(p->lfd, (struct sockaddr *)&p->addr, &alen);
+	return 0;
+}
+
+static int pep_listen(struct fid_pep *fid)
+{
+	struct tcp_pep *p = lm_container_of(fid, struct tcp_pep, pep_fid);
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+
+	if (!p->eq)
+		return -FI_ENOEQ;
+	if (p->listening)
+		return 0;
+	if (listen(p->lfd, 512) || epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->lfd, &ev))
+		return -FI_EIO;
+	lm_lock_acquire(&p->lock);
+	p->listening = true;
+	lm_lock_release(&p->lock);
+	return 0;
+}
+
+static int pep_reject(struct fid_pep *fid, fid_t handle, const void *param,
+                      size_t paramlen)
+{
+	struct tcp_connreq *r;
+
+	(void)fid;
+	if (!handle || handle->fclass != FI_CLASS_CONNREQ || paramlen > TCP_CM_DATA_MAX ||
+	    (paramlen && !param))
+		return -FI_EINVAL;
+	r = lm_container_of(handle, struct tcp_connreq, fid);
+	cm_send(r->fd, TCP_CM_REJECT, param, paramlen);
+	connreq_close(&r->fid);
+	return 0;
+}
+
+static struct fi_ops_cm pep_cm_ops = {
+    .size = sizeof(struct fi_ops_cm),
+    .setname = pep_setname,
+    .getname = pep_getname,
+    .listen = pep_listen,
+    .reject = pep_reject,
+};
+
+int tcp_passive_ep(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep **out,
+                   void *context)
+{
+	struct lm_fabric *fab = lm_container_of(fabric, struct lm_fabric, fabric_fid);
+	struct tcp_pep *p;
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	socklen_t alen = sizeof(a);
+	int one = 1, ret;
+
+	if (!info || !out || !info->ep_attr || info->ep_attr->type != FI_EP_MSG)
+		return -FI_EINVAL;
+	if (info->src_addr &&
+	    addr_in(info->addr_format, info->src_addr, info->src_addrlen, &a))
+		return -FI_EINVAL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -FI_ENOMEM;
+	p->info = fi_dupinfo(info);
+	p->lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	p->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (!p->info || p->lfd < 0 || p->epfd < 0) {
+		ret = p->info ? -FI_EMFILE : -FI_ENOMEM;
+		goto err;
+	}
+	setsockopt(p->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(p->lfd, (struct sockaddr *)&a, sizeof(a))) {
+		ret = errno == EADDRINUSE ? -FI_EADDRINUSE : -FI_EADDRNOTAVAIL;
+		goto err;
+	}
+	getsockname(p->lfd, (struct sockaddr *)&p->addr, &alen);
+	memset(p->addr.sin_zero, 0, sizeof(p->addr.sin_zero));
+	p->fab = fab;
+	lm_list_init(&p->pending);
+	lm_lock_init(&p->lock, true);
+	p->pep_fid.fid.fclass = FI_CLASS_PEP;
+	p->pep_fid.fid.context = context;
+	p->pep_fid.fid.ops = (struct fi_ops *)&pep_fid_ops;
+	p->pep_fid.cm = &pep_cm_ops;
+	*out = &p->pep_fid;
+	return 0;
+err:
+	if (p->lfd >= 0)
+		close(p->lfd);
+	if (p->epfd >= 0)
+		close(p->epfd);
+	fi_freeinfo(p->info);
+	free(p);
+	return ret;
+}
+
+/* ---- connected endpoints --------------------------------------------------- */
+
+enum msg_state {
+	MSG_IDLE,
+	MSG_CONNECTING, /* connect() in progress */
+	MSG_REQ_SENT,   /* waiting for accept or reject */
+	MSG_CONNECTED,
+	MSG_DOWN, /* shut down, refused, lost */
+};
+
+struct tcp_msg {
+	struct lm_rdm_ep *ep;
+	struct lm_eq *eq;
+	struct lm_progress prog;
+	int epfd; /* the hook's fd: the connecting socket, then the link's */
+	enum msg_state state;
+	int fd; /* while connecting */
+	struct sockaddr_in peer;
+	unsigned char param[TCP_CM_DATA_MAX];
+	size_t param_len;
+	struct cm_in in;
+	uint64_t start_ms;
+	struct lm_lock lock;
+};
+
+static const struct fi_ops *engine_fid_ops;
+static const struct fi_ops_cm *engine_cm_ops;
+static struct fi_ops_cm msg_cm_ops;
+static struct fi_ops msg_fid_ops;
+static pthread_once_t msg_ops_once = PTHREAD_ONCE_INIT;
+static struct fid_ep *msg_ops_from; /* the endpoint whose tables seed ours */
+
+static struct tcp_msg *msg_of(struct fid *fid)
+{
+	struct lm_rdm_ep *ep = lm_container_of(fid, struct lm_rdm_ctx, ep_fid.fid)->ep;
+
+	return ep->prov;
+}
+
+static void msg_event(struct tcp_msg *m, uint32_t event, const void *data, size_t len)
+{
+	unsigned char ev[sizeof(struct fi_eq_cm_entry) + TCP_CM_DATA_MAX];
+	struct fi_eq_cm_entry *e = (struct fi_eq_cm_entry *)ev;
+
+	if (!m->eq)
+		return;
+	memset(e, 0, sizeof(*e));
+	e->fid = &m->ep->ctx.ep_fid.fid;
+	if (len)
+		memcpy(e->data, data, len);
+	lm_eq_write(m->eq, event, ev, sizeof(*e) + len, 0);
+}
+
+static void msg_error(struct tcp_msg *m, int err, const void *data, size_t len)
+{
+	struct fi_eq_err_entry e = {.fid = &m->ep->ctx.ep_fid.fid,
+	                            .err = err,
+	                            .prov_errno = err,
+	                            .err_data = len ? (void *)data : NULL,
+	                            .err_data_size = len};
+
+	if (m->fd >= 0) {
+		epoll_ctl(m->epfd, EPOLL_CTL_DEL, m->fd, NULL);
+		close(m->fd);
+		m->fd = -1;
+	}
+	m->state = MSG_DOWN;
+	if (m->eq)
+		lm_eq_write_err(m->eq, &e);
+}
+
+/* The connection is made (either side): hand the socket to the link. */
+static int msg_established(struct tcp_msg *m, int fd)
+{
+	struct lm_rdm_ep *ep = m->ep;
+	struct epoll_event ev = {.events = EPOLLIN};
+	int ret;
+
+	lm_lock_acquire(&ep->lock);
+	ret = ep->link ? tcp_link_adopt(ep->link, fd, &m->peer) : -FI_EOPBADSTATE;
+	lm_lock_release(&ep->lock);
+	if (!ret)
+		ret = lm_rdm_ep_connected(ep, &m->peer);
+	if (ret)
+		return ret;
+	epoll_ctl(m->epfd, EPOLL_CTL_ADD, ep->link->fd, &ev);
+	m->state = MSG_CONNECTED;
+	return 0;
+}
+
+static void msg_progress(struct lm_progress *prog)
+{
+	struct tcp_msg *m = lm_container_of(prog, struct tcp_msg, prog);
+	bool lost;
+
+	lm_lock_acquire(&m->lock);
+	switch (m->state) {
+	case MSG_CONNECTING: {
+		struct pollfd pfd = {.fd = m->fd, .events = POLLOUT};
+		int err = 0;
+		socklen_t len = sizeof(err);
+
+		if (poll(&pfd, 1, 0) <= 0)
+			break;
+		getsockopt(m->fd, SOL_SOCKET, SO_ERROR, &err, &len);
+		if (err || cm_send(m->fd, TCP_CM_REQ, m->param, m->param_len)) {
+			msg_error(m, err == ETIMEDOUT ? FI_ETIMEDOUT : FI_ECONNREFUSED,
+			          NULL, 0);
+			break;
+		}
+		m->state = MSG_REQ_SENT;
+		epoll_ctl(m->epfd, EPOLL_CTL_MOD, m->fd,
+		          &(struct epoll_event){.events = EPOLLIN});
+		__attribute__((fallthrough)); /* the answer may be there already */
+	}
+	case MSG_REQ_SENT: {
+		int ret = cm_read(m->fd, &m->in);
+		const struct tcp_cm_msg *h = cm_hdr(&m->in);
+		const unsigned char *data = m->in.buf + sizeof(*h);
+		int fd = m->fd;
+
+		if (ret == 0) {
+			if (lm_now_ms() - m->start_ms >
+			    (uint64_t)((const struct tcp_params *)m->ep->dom->link_ctx)
+			        ->conn_timeout_ms)
+				msg_error(m, FI_ETIMEDOUT, NULL, 0);
+			break;
+		}
+		if (ret < 0 || h->kind == TCP_CM_REQ) {
+			msg_error(m, FI_ECONNREFUSED, NULL, 0);
+			break;
+		}
+		if (h->kind == TCP_CM_REJECT) {
+			msg_error(m, FI_ECONNREFUSED, data, h->data_len);
+			break;
+		}
+		epoll_ctl(m->epfd, EPOLL_CTL_DEL, fd, NULL);
+		m->fd = -1;
+		if (msg_established(m, fd)) {
+			close(fd);
+			msg_error(m, FI_ECONNREFUSED, NULL, 0);
+			break;
+		}
+		msg_event(m, FI_CONNECTED, data, h->data_len);
+		break;
+	}
+	case MSG_CONNECTED:
+		/* Drive the data path too: a peer's close is noticed there. */
+		lm_lock_release(&m->lock);
+		lm_rdm_progress(m->ep, false);
+		lm_lock_acquire(&m->lock);
+		lm_lock_acquire(&m->ep->lock);
+		lost = m->ep->link && tcp_link_lost(m->ep->link);
+		lm_lock_release(&m->ep->lock);
+		if (lost && m->state == MSG_CONNECTED) {
+			m->state = MSG_DOWN;
+			lm_rdm_ep_disconnected(m->ep, FI_EIO);
+			msg_event(m, FI_SHUTDOWN, NULL, 0);
+		}
+		break;
+	default:
+		break;
+	}
+	lm_lock_release(&m->lock);
+}
+
+static int msg_enable(struct tcp_msg *m)
+{
+	return engine_fid_ops->control(&m->ep->ctx.ep_fid.fid, FI_ENABLE, NULL);
+}
+
+static int msg_connect(struct fid_ep *fid, const void *addr, const void *param,
+                       size_t paramlen)
+{
+	struct tcp_msg *m = msg_of(&fid->fid);
+	struct fi_info *info = m->ep->info;
+	struct epoll_event ev = {.events = EPOLLOUT};
+	int ret;
+
+	if (paramlen > TCP_CM_DATA_MAX || (paramlen && !param))
+		return -FI_EINVAL;
+	if (!addr)
+		addr = info->dest_addr;
+	if (addr_in(info->addr_format, addr,
+	            info->dest_addrlen ? info->dest_addrlen : sizeof(m->peer), &m->peer))
+		return -FI_EINVAL;
+	if (!m->eq)
+		return -FI_ENOEQ;
+	ret = msg_enable(m);
+	if (ret)
+		return ret;
+	lm_lock_acquire(&m->lock);
+	if (m->state != MSG_IDLE) {
+		lm_lock_release(&m->lock);
+		return -FI_EOPBADSTATE;
+	}
+	m->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (m->fd < 0) {
+		lm_lock_release(&m->lock);
+		return -FI_EMFILE;
+	}
+	memcpy(m->param, param, paramlen);
+	m->param_len = paramlen;
+	m->start_ms = lm_now_ms();
+	m->in.got = 0;
+	if (connect(m->fd, (struct sockaddr *)&m->peer, sizeof(m->peer)) &&
+	    errno != EINPROGRESS) {
+		close(m->fd);
+		m->fd = -1;
+		lm_lock_release(&m->lock);
+		return -FI_ECONNREFUSED;
+	}
+	ev.data.fd = m->fd;
+	epoll_ctl(m->epfd, EPOLL_CTL_ADD, m->fd, &ev);
+	m->state = MSG_CONNECTING;
+	lm_lock_release(&m->lock);
+	return 0;
+}
+
+static int msg_accept(struct fid_ep *fid, const void *param, size_t paramlen)
+{
+	struct tcp_msg *m = msg_of(&fid->fid);
+	fid_t handle = m->ep->info->handle;
+	struct tcp_connreq *r;
+	int ret;
+
+	if (paramlen > TCP_CM_DATA_MAX || (paramlen && !param))
+		return -FI_EINVAL;
+	if (!handle || handle->fclass != FI_CLASS_CONNREQ)
+		return -FI_EINVAL;
+	if (!m->eq)
+		return -FI_ENOEQ;
+	ret = msg_enable(m);
+	if (ret)
+		return ret;
+	lm_lock_acquire(&m->lock);
+	if (m->state != MSG_IDLE) {
+		lm_lock_release(&m->lock);
+		return -FI_EOPBADSTATE;
+	}
+	r = lm_container_of(handle, struct tcp_connreq, fid);
+	m->peer = r->peer;
+	ret = cm_send(r->fd, TCP_CM_ACCEPT, param, paramlen);
+	if (!ret)
+		ret = msg_established(m, r->fd);
+	if (ret) {
+		lm_lock_release(&m->lock);
+		return ret;
+	}
+	r->fd = -1; /* the link's now */
+	connreq_close(&r->fid);
+	m->ep->info->handle = NULL;
+	msg_event(m, FI_CONNECTED, NULL, 0);
+	lm_lock_release(&m->lock);
+	return 0;
+}
+
+static int msg_shutdown(struct fid_ep *fid, uint64_t flags)
+{
+	struct tcp_msg *m = msg_of(&fid->fid);
+
+	(void)flags;
+	lm_lock_acquire(&m->lock);
+	if (m->state != MSG_CONNECTED) {
+		lm_lock_release(&m->lock);
+		return -FI_EOPBADSTATE;
+	}
+	m->state = MSG_DOWN;
+	lm_lock_release(&m->lock);
+	lm_lock_acquire(&m->ep->lock);
+	if (m->ep->link)
+		tcp_link_shutdown(m->ep->link);
+	lm_lock_release(&m->ep->lock);
+	lm_rdm_ep_disconnected(m->ep, FI_ECANCELED);
+	return 0;
+}
+
+static int msg_getpeer(struct fid_ep *fid, void *addr, size_t *addrlen)
+{
+	struct tcp_msg *m = msg_of(&fid->fid);
+
+	if (!addrlen)
+		return -FI_EINVAL;
+	if (m->state != MSG_CONNECTED && m->state != MSG_DOWN)
+		return -FI_EOPBADSTATE;
+	if (!addr)
+		*addrlen = 0;
+	return addr_out(m->ep->info->addr_format, &m->peer, addr, addrlen);
+}
+
+static int msg_close(struct fid *fid)
+{
+	struct tcp_msg *m = msg_of(fid);
+	int ret;
+
+	if (m->eq) {
+		lm_eq_del_progress(m->eq, &m->prog);
+		atomic_fetch_sub(&m->eq->ref, 1);
+		m->eq = NULL;
+	}
+	ret = engine_fid_ops->close(fid);
+	if (ret)
+		return ret;
+	if (m->fd >= 0)
+		close(m->fd);
+	close(m->epfd);
+	lm_lock_fini(&m->lock);
+	free(m);
+	return 0;
+}
+
+static int msg_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct tcp_msg *m = msg_of(fid);
+
+	if (!bfid || bfid->fclass != FI_CLASS_EQ)
+		return engine_fid_ops->bind(fid, bfid, flags);
+	if (m->eq)
+		return -FI_EINVAL;
+	m->eq = lm_container_of(bfid, struct lm_eq, eq_fid.fid);
+	atomic_fetch_add(&m->eq->ref, 1);
+	lm_eq_add_progress(m->eq, &m->prog);
+	return 0;
+}
+
+/* The engine's tables, with connection management and the EQ added. */
+static void msg_ops_init(void)
+{
+	engine_fid_ops = msg_ops_from->fid.ops;
+	engine_cm_ops = msg_ops_from->cm;
+	msg_fid_ops = *engine_fid_ops;
+	msg_fid_ops.close = msg_close;
+	msg_fid_ops.bind = msg_bind;
+	msg_cm_ops = *engine_cm_ops;
+	msg_cm_ops.connect = msg_connect;
+	msg_cm_ops.accept = msg_accept;
+	msg_cm_ops.shutdown = msg_shutdown;
+	msg_cm_ops.getpeer = msg_getpeer;
+}
+
+int tcp_msg_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_ep **out,
+                     void *context)
+{
+	struct tcp_msg *m;
+	struct fid_ep *fid;
+	struct lm_rdm_ep *ep;
+	int ret;
+
+	if (info && info->handle && info->handle->fclass != FI_CLASS_CONNREQ)
+		return -FI_EINVAL;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -FI_ENOMEM;
+	m->fd = -1;
+	m->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (m->epfd < 0) {
+		free(m);
+		return -FI_EMFILE;
+	}
+	ret = lm_rdm_endpoint(domain, info, &fid, context);
+	if (ret) {
+		close(m->epfd);
+		free(m);
+		return ret;
+	}
+	ep = lm_rdm_ep_of(fid);
+	ep->prov = m;
+	m->ep = ep;
+	lm_lock_init(&m->lock, true);
+	m->prog.run = msg_progress;
+	m->prog.fd = m->epfd;
+	lm_list_init(&m->prog.node);
+	msg_ops_from = fid;
+	pthread_once(&msg_ops_once, msg_ops_init);
+	fid->fid.ops = &msg_fid_ops;
+	fid->cm = &msg_cm_ops;
+	*out = fid;
+	return 0;
+}
