@@ -647,6 +647,8 @@ static int link_open(struct lm_rdm_ep *ep, const void *name)
 	    .hdr_size = sizeof(struct lm_rdm_hdr),
 	    .recv = lm_rdm_recv_pkt,
 	    .arg = ep,
+	    .place = lm_rdm_place,
+	    .placed = lm_rdm_placed,
 	    .tx_size = ep->tx_count,
 	    .rx_size = ep->rx_limit,
 	    .no_bulk = ep->dom->no_bulk,

@@ -21,11 +21,23 @@ struct lm_link_peer; /* the link's handle on one remote endpoint */
 typedef void (*lm_link_recv_fn)(void *arg, const void *src_addr, const void *hdr,
                                 const void *payload, size_t payload_len);
 
+/* Optional, for links that read payloads from a byte stream: where the
+ * plen payload bytes of the packet with header hdr should go (at most
+ * LM_IOV_LIMIT pieces in iov, exactly plen bytes), or 0 to have them
+ * delivered through recv as usual.  After the link has read the whole
+ * payload there, it calls placed instead of recv.  Between the two the
+ * link delivers nothing else of the same sender. */
+typedef size_t (*lm_link_place_fn)(void *arg, const void *hdr, size_t plen,
+                                   struct iovec *iov);
+typedef void (*lm_link_placed_fn)(void *arg, const void *hdr, size_t plen);
+
 /* What the engine tells a link when opening it. */
 struct lm_link_attr {
 	size_t hdr_size; /* every packet starts with this many header bytes */
 	lm_link_recv_fn recv;
 	void *arg;
+	lm_link_place_fn place;
+	lm_link_placed_fn placed;
 	/* Queue depths the application asked for (tx_attr/rx_attr size). */
 	size_t tx_size, rx_size;
 	bool no_bulk; /* never offer bulk (CMA) transfers */

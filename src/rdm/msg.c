@@ -336,26 +336,72 @@ static void rndv_start(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx,
 	send_answer(ep, peer, LM_OP_CTS, sreq, rndv_handle(ep, r));
 }
 
-void lm_rdm_rndv_data(struct lm_rdm_ep *ep, const struct lm_rdm_hdr *h,
-                      const void *payload, size_t plen)
+/* The rendezvous a DATA packet of plen bytes belongs to, or NULL for a
+ * stale or forged one (nothing of ours is touched then). */
+static struct lm_rdm_rndv *rndv_of_data(struct lm_rdm_ep *ep, const struct lm_rdm_hdr *h,
+                                        size_t plen)
 {
 	uint32_t slot = (uint32_t)h->rreq;
 	struct lm_rdm_rndv *r;
 
 	if (slot >= ep->rndv_count)
-		return;
+		return NULL;
 	r = &ep->rndv[slot];
 	if (!r->used || r->gen != (uint32_t)(h->rreq >> 32) || h->addr > r->size ||
-	    plen > r->size - h->addr)
-		return; /* stale or forged: nothing of ours is touched */
-	if (h->addr < r->cap)
-		lm_copy_to_iov(r->iov, r->iov_count, h->addr, payload,
-		               LM_MIN(plen, r->cap - h->addr));
+	    plen > r->size - h->addr || r->pushing)
+		return NULL;
+	return r;
+}
+
+static void rndv_account(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r, size_t plen)
+{
 	r->got += plen;
 	if (r->got >= r->size) {
 		send_answer(ep, r->peer, LM_OP_FIN, r->sreq, 0);
 		rndv_finish(ep, r, 0);
 	}
+}
+
+void lm_rdm_rndv_data(struct lm_rdm_ep *ep, const struct lm_rdm_hdr *h,
+                      const void *payload, size_t plen)
+{
+	struct lm_rdm_rndv *r = rndv_of_data(ep, h, plen);
+
+	if (!r)
+		return;
+	if (h->addr < r->cap)
+		lm_copy_to_iov(r->iov, r->iov_count, h->addr, payload,
+		               LM_MIN(plen, r->cap - h->addr));
+	rndv_account(ep, r, plen);
+}
+
+size_t lm_rdm_place(void *arg, const void *hdr, size_t plen, struct iovec *iov)
+{
+	struct lm_rdm_ep *ep = arg;
+	struct lm_rdm_hdr h;
+	struct lm_rdm_rndv *r;
+
+	memcpy(&h, hdr, sizeof(h));
+	if (h.version != LM_RDM_WIRE_VERSION || h.op != LM_OP_DATA || h.len != plen)
+		return 0;
+	r = rndv_of_data(ep, &h, plen);
+	/* Only a piece that lands whole in the receive buffer (a truncated
+	 * tail takes the copying path, which drops what does not fit). */
+	if (!r || h.addr > r->cap || plen > r->cap - h.addr)
+		return 0;
+	return lm_rdm_iov_slice(r->iov, r->iov_count, h.addr, plen, iov);
+}
+
+void lm_rdm_placed(void *arg, const void *hdr, size_t plen)
+{
+	struct lm_rdm_ep *ep = arg;
+	struct lm_rdm_hdr h;
+	struct lm_rdm_rndv *r;
+
+	memcpy(&h, hdr, sizeof(h));
+	r = rndv_of_data(ep, &h, plen);
+	if (r)
+		rndv_account(ep, r, plen);
 }
 
 /* Sender side of a split rendezvous: write the part the receiver asked

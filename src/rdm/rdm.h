@@ -422,6 +422,10 @@ void lm_rdm_msg_recv(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
                      const struct lm_rdm_hdr *h, const void *payload, size_t plen);
 void lm_rdm_rndv_data(struct lm_rdm_ep *ep, const struct lm_rdm_hdr *h,
                       const void *payload, size_t plen);
+/* lm_link_attr.place / placed: DATA pieces read straight into the
+ * receive buffer. */
+size_t lm_rdm_place(void *arg, const void *hdr, size_t plen, struct iovec *iov);
+void lm_rdm_placed(void *arg, const void *hdr, size_t plen);
 void lm_rdm_rndv_fail(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r, int err);
 void lm_rdm_unexp_free(struct lm_rdm_ep *ep, struct lm_rdm_unexp *x);
 void lm_rdm_rx_free(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx);

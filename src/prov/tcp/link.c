@@ -23,6 +23,8 @@
 #include "tcp.h"
 
 #define TCP_MAX_PAYLOAD (64 * 1024)
+#define TCP_HDR_MAX     64           /* largest engine header taken */
+#define PLACE_MIN       (16 * 1024)  /* smaller payloads are copied */
 #define TCP_IN_CAP      (256 * 1024) /* at least one whole packet */
 #define EV_BATCH        32
 
@@ -46,6 +48,13 @@ struct tcp_conn {
 	size_t in_len;
 	unsigned char *out;
 	size_t out_off, out_len, out_cap;
+	/* A payload being read straight into the engine's buffer
+	 * (lm_link_attr.place), and whether the packets are large ones that
+	 * are placed so: then a read takes only the next header. */
+	bool placing, bulk;
+	unsigned char place_hdr[TCP_HDR_MAX];
+	struct iovec place_iov[LM_IOV_LIMIT];
+	size_t place_cnt, place_len, place_done;
 };
 
 struct lm_link_peer {
@@ -73,6 +82,8 @@ struct tcp_link {
 	uint64_t instance;
 	size_t hdr_size;
 	lm_link_recv_fn recv;
+	lm_link_place_fn place;
+	lm_link_placed_fn placed;
 	void *arg;
 	struct lm_list conns, dead;
 	struct lm_hmap peers;
@@ -81,7 +92,14 @@ struct tcp_link {
 	int loop_fd;         /* eventfd in the epoll set: loop not empty */
 	bool connected;      /* an FI_EP_MSG endpoint's: no listener */
 	bool lost;           /* connected: the connection broke */
+	unsigned polls;      /* poll calls, for the direct-read fast path */
 };
+
+/* With this few connections, all up and nothing to flush, a poll reads
+ * each socket directly (one system call each) and asks epoll only every
+ * EPOLL_EVERY polls (new connections, connect completions). */
+#define DIRECT_MAX  4
+#define EPOLL_EVERY 32
 
 const struct fi_provider *tcp_log_prov;
 
@@ -469,16 +487,57 @@ static void on_answer(struct tcp_link *l, struct tcp_conn *c, const struct tcp_h
 
 /* Read and hand out packets; returns packets delivered, or -1 when c was
  * closed. */
+/* Go on reading a placed payload: 1 when it is complete (and handed to
+ * the engine), 0 when the socket has no more for now, -1 when c closed. */
+static int place_continue(struct tcp_link *l, struct tcp_conn *c)
+{
+	while (c->place_done < c->place_len) {
+		struct iovec iov[LM_IOV_LIMIT];
+		size_t cnt = lm_rdm_iov_slice(c->place_iov, c->place_cnt, c->place_done,
+		                              c->place_len - c->place_done, iov);
+		ssize_t n = readv(c->fd, iov, (int)cnt);
+
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
+		               errno != EINTR)) {
+			LM_INFO(tcp_log_prov, FI_LOG_EP_DATA,
+			        "connection closed by peer\n");
+			conn_close(l, c, true);
+			return -1;
+		}
+		if (n < 0)
+			return errno == EINTR ? place_continue(l, c) : 0;
+		c->place_done += (size_t)n;
+	}
+	c->placing = false;
+	l->placed(l->arg, c->place_hdr, c->place_len);
+	return 1;
+}
+
+/* Read and hand out packets; returns packets delivered, or -1 when c was
+ * closed. */
 static int conn_read(struct tcp_link *l, struct tcp_conn *c, int budget)
 {
 	const size_t fh = sizeof(struct tcp_frame);
 	int delivered = 0;
 
 	for (;;) {
-		ssize_t n =
-		    recv(c->fd, c->in + c->in_len, TCP_IN_CAP - c->in_len, MSG_DONTWAIT);
-		size_t off = 0;
+		size_t off = 0, want;
+		ssize_t n;
 
+		if (c->placing) {
+			int r = place_continue(l, c);
+
+			if (r <= 0)
+				return r < 0 ? -1 : delivered;
+			if (c->closed || ++delivered >= budget)
+				return delivered;
+		}
+		/* Behind a placed payload, likely another: take its header
+		 * alone so that its payload can be placed too. */
+		want = c->bulk && c->state == CONN_UP && c->in_len < fh + l->hdr_size
+		           ? fh + l->hdr_size - c->in_len
+		           : TCP_IN_CAP - c->in_len;
+		n = recv(c->fd, c->in + c->in_len, want, MSG_DONTWAIT);
 		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
 		               errno != EINTR)) {
 			if (c->state == CONN_UP)
@@ -507,7 +566,8 @@ static int conn_read(struct tcp_link *l, struct tcp_conn *c, int budget)
 		}
 		while (c->state == CONN_UP && c->in_len - off >= fh) {
 			struct tcp_frame f;
-			size_t whole;
+			size_t whole, have;
+			const unsigned char *hdr = c->in + off + fh;
 
 			memcpy(&f, c->in + off, fh);
 			if (tcp_frame_check(&f, l->hdr_size, l->link.max_payload)) {
@@ -519,10 +579,30 @@ static int conn_read(struct tcp_link *l, struct tcp_conn *c, int budget)
 				return -1;
 			}
 			whole = fh + f.hdr_len + f.len;
-			if (c->in_len - off < whole)
+			if (c->in_len - off < fh + f.hdr_len)
 				break;
-			l->recv(l->arg, &c->peer->addr, c->in + off + fh,
-			        c->in + off + fh + f.hdr_len, f.len);
+			have = c->in_len - off - fh - f.hdr_len;
+			if (have < f.len) {
+				/* Part of a large payload: read the rest straight
+				 * into its buffer when the engine has one. */
+				if (f.len >= PLACE_MIN && l->place &&
+				    (c->place_cnt = l->place(l->arg, hdr, f.len,
+				                             c->place_iov)) != 0) {
+					memcpy(c->place_hdr, hdr, f.hdr_len);
+					lm_copy_to_iov(c->place_iov, c->place_cnt, 0,
+					               hdr + f.hdr_len, have);
+					c->place_len = f.len;
+					c->place_done = have;
+					c->placing = true;
+					c->bulk = true;
+					off = c->in_len;
+				} else {
+					c->bulk = false;
+				}
+				break;
+			}
+			c->bulk = c->bulk && f.len >= PLACE_MIN;
+			l->recv(l->arg, &c->peer->addr, hdr, hdr + f.hdr_len, f.len);
 			off += whole;
 			delivered++;
 			/* The engine may have answered through c and found it
@@ -534,8 +614,10 @@ static int conn_read(struct tcp_link *l, struct tcp_conn *c, int budget)
 			memmove(c->in, c->in + off, c->in_len - off);
 			c->in_len -= off;
 		}
-		if (delivered >= budget || (size_t)n < TCP_IN_CAP / 2)
+		if (delivered >= budget)
 			return delivered;
+		if (!c->placing && (size_t)n < want)
+			return delivered; /* drained */
 	}
 }
 
@@ -604,8 +686,35 @@ static int tcp_link_poll(struct lm_link *link, int budget)
 	struct tcp_link *l = lm_container_of(link, struct tcp_link, link);
 	struct epoll_event ev[EV_BATCH];
 	int done = lm_list_empty(&l->loop) ? 0 : loop_deliver(l, budget);
-	int n = epoll_wait(l->epfd, ev, EV_BATCH, 0);
+	struct tcp_conn *direct[DIRECT_MAX];
+	struct lm_list *it;
+	int n = 0;
 
+	if (++l->polls % EPOLL_EVERY) {
+		lm_list_foreach(&l->conns, it)
+		{
+			struct tcp_conn *c = lm_container_of(it, struct tcp_conn, node);
+
+			if (n == DIRECT_MAX || c->state != CONN_UP || c->want_out) {
+				n = -1;
+				break;
+			}
+			direct[n++] = c;
+		}
+		if (n > 0) {
+			for (int i = 0; i < n && done < budget; i++) {
+				int r = direct[i]->closed
+				            ? 0
+				            : conn_read(l, direct[i], budget - done);
+
+				if (r > 0)
+					done += r;
+			}
+			conns_reap(l);
+			return done;
+		}
+	}
+	n = epoll_wait(l->epfd, ev, EV_BATCH, 0);
 	for (int i = 0; i < n; i++) {
 		struct tcp_conn *c = ev[i].data.ptr;
 
@@ -677,7 +786,18 @@ static ssize_t tcp_link_send(struct lm_link *link, struct lm_link_peer *p,
 	v[1].iov_len = l->hdr_size;
 	memcpy(v + 2, iov, iov_count * sizeof(*iov));
 	total = sizeof(f) + l->hdr_size + len;
-	if (!c->out_len) {
+	/* At most one packet waits in the output buffer: its rest, after a
+	 * partial write.  Behind it, the engine keeps its packets queued
+	 * (-FI_EAGAIN) rather than this link copying them. */
+	if (c->out_len) {
+		if (out_flush(l, c)) {
+			conn_close(l, c, true);
+			return -FI_EIO;
+		}
+		if (c->out_len)
+			return -FI_EAGAIN;
+	}
+	{
 		struct msghdr m = {.msg_iov = v, .msg_iovlen = 2 + iov_count};
 
 		n = sendmsg(c->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -688,15 +808,9 @@ static ssize_t tcp_link_send(struct lm_link *link, struct lm_link_peer *p,
 				conn_close(l, c, true);
 				return -FI_EIO;
 			}
-			n = 0;
-		}
-	} else if (c->out_len + total > l->params->out_max) {
-		if (out_flush(l, c)) {
-			conn_close(l, c, true);
-			return -FI_EIO;
-		}
-		if (c->out_len + total > l->params->out_max)
+			ev_set(l, c, true); /* say when it takes more */
 			return -FI_EAGAIN;
+		}
 	}
 	if (out_append(c, v, 2 + iov_count, (size_t)n))
 		return n ? -FI_EIO
@@ -717,7 +831,7 @@ static int tcp_link_open(void *ctx, const struct lm_link_attr *attr, const void 
 
 	if (name)
 		memcpy(&a, name, sizeof(a));
-	if (a.sin_family != AF_INET)
+	if (a.sin_family != AF_INET || attr->hdr_size > TCP_HDR_MAX)
 		return -FI_EINVAL;
 	l = calloc(1, sizeof(*l));
 	if (!l)
@@ -779,6 +893,8 @@ common:
 		l->instance = (uint64_t)lm_now_ms() * 2654435761u | 1;
 	l->hdr_size = attr->hdr_size;
 	l->recv = attr->recv;
+	l->place = attr->place;
+	l->placed = attr->placed;
 	l->arg = attr->arg;
 	lm_list_init(&l->conns);
 	lm_list_init(&l->dead);

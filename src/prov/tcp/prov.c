@@ -23,7 +23,6 @@
 
 static struct tcp_params params = {
     .conn_timeout_ms = 10000,
-    .out_max = 8 << 20,
 };
 
 static const struct fi_tx_attr tcp_tx = {

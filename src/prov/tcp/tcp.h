@@ -13,7 +13,6 @@
 struct tcp_params {
 	int port_low, port_high; /* 0: any port */
 	int conn_timeout_ms;     /* a connection not up by then fails */
-	size_t out_max;          /* bytes queued per connection before -FI_EAGAIN */
 };
 
 extern const struct lm_link_ops tcp_link_ops;
