@@ -5,9 +5,11 @@
 set -euo pipefail
 
 build_pkgs=(gcc meson ninja-build pkg-config)
-# The tests also compile with clang, generate the ABI probe with python3,
-# and compare against the reference libfabric (headers, library, tools).
-test_pkgs=(clang python3 libfabric-dev libfabric-bin binutils)
+# The tests also compile with clang (with libFuzzer's runtime), generate
+# the ABI probe with python3, compare against the reference libfabric
+# (headers, library, tools), and make hosts of network namespaces (ip).
+test_pkgs=(clang libclang-rt-14-dev python3 libfabric-dev libfabric-bin binutils
+	iproute2)
 
 want=("${build_pkgs[@]}")
 [ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")

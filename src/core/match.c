@@ -13,10 +13,10 @@
 #define REJECT(what, ...)                                                                \
 	do {                                                                             \
 		LM_INFO(&lm_core_prov, FI_LOG_CORE, "%s: " what "\n",                    \
-			tmpl->fabric_attr && tmpl->fabric_attr->prov_name               \
-				? tmpl->fabric_attr->prov_name                           \
-				: "?",                                                   \
-			##__VA_ARGS__);                                                  \
+		        tmpl->fabric_attr && tmpl->fabric_attr->prov_name                \
+		            ? tmpl->fabric_attr->prov_name                               \
+		            : "?",                                                       \
+		        ##__VA_ARGS__);                                                  \
 		return -FI_ENODATA;                                                      \
 	} while (0)
 
@@ -87,7 +87,7 @@ static int app_mr_bits(uint32_t version, const struct fi_info *hints, int mr_mod
 }
 
 static int match_domain(uint32_t version, const struct fi_info *tmpl,
-			const struct fi_info *hints, struct fi_info *out)
+                        const struct fi_info *hints, struct fi_info *out)
 {
 	const struct fi_domain_attr *p = tmpl->domain_attr, *h = hints->domain_attr;
 	struct fi_domain_attr *o = out->domain_attr;
@@ -109,12 +109,14 @@ static int match_domain(uint32_t version, const struct fi_info *tmpl,
 		o->control_progress = h->control_progress;
 	}
 	if (h->data_progress) {
-		if (h->data_progress == FI_PROGRESS_AUTO && p->data_progress != FI_PROGRESS_AUTO)
+		if (h->data_progress == FI_PROGRESS_AUTO &&
+		    p->data_progress != FI_PROGRESS_AUTO)
 			REJECT("automatic data progress not supported");
 		o->data_progress = h->data_progress;
 	}
 	if (h->resource_mgmt) {
-		if (h->resource_mgmt == FI_RM_ENABLED && p->resource_mgmt != FI_RM_ENABLED)
+		if (h->resource_mgmt == FI_RM_ENABLED &&
+		    p->resource_mgmt != FI_RM_ENABLED)
 			REJECT("resource management not supported");
 		o->resource_mgmt = h->resource_mgmt;
 	}
@@ -130,9 +132,10 @@ static int match_domain(uint32_t version, const struct fi_info *tmpl,
 	if (h->cq_cnt > p->cq_cnt || h->ep_cnt > p->ep_cnt || h->cntr_cnt > p->cntr_cnt ||
 	    h->tx_ctx_cnt > p->tx_ctx_cnt || h->rx_ctx_cnt > p->rx_ctx_cnt ||
 	    h->max_ep_tx_ctx > p->max_ep_tx_ctx || h->max_ep_rx_ctx > p->max_ep_rx_ctx ||
-	    h->max_ep_stx_ctx > p->max_ep_stx_ctx || h->max_ep_srx_ctx > p->max_ep_srx_ctx ||
-	    h->mr_iov_limit > p->mr_iov_limit || h->mr_cnt > p->mr_cnt ||
-	    h->max_err_data > p->max_err_data || h->auth_key_size > p->auth_key_size)
+	    h->max_ep_stx_ctx > p->max_ep_stx_ctx ||
+	    h->max_ep_srx_ctx > p->max_ep_srx_ctx || h->mr_iov_limit > p->mr_iov_limit ||
+	    h->mr_cnt > p->mr_cnt || h->max_err_data > p->max_err_data ||
+	    h->auth_key_size > p->auth_key_size)
 		REJECT("a domain resource count exceeds the provider's");
 	if (!caps_ok(h->caps, p->caps))
 		REJECT("domain caps 0x%llx not supported", (unsigned long long)h->caps);
@@ -158,7 +161,7 @@ legacy_mr:
 }
 
 static int match_ep(const struct fi_info *tmpl, const struct fi_info *hints,
-		    struct fi_info *out)
+                    struct fi_info *out)
 {
 	const struct fi_ep_attr *p = tmpl->ep_attr, *h = hints->ep_attr;
 	struct fi_ep_attr *o = out->ep_attr;
@@ -199,14 +202,17 @@ struct xfer_attr {
 	uint64_t caps, mode, op_flags, msg_order, comp_order;
 };
 
-#define XFER_ATTR(a) {(a)->caps, (a)->mode, (a)->op_flags, (a)->msg_order, (a)->comp_order}
+#define XFER_ATTR(a)                                                                     \
+	{                                                                                \
+		(a)->caps, (a)->mode, (a)->op_flags, (a)->msg_order, (a)->comp_order     \
+	}
 
 /* Checks common to tx and rx attributes; flags_free are operation flags
  * every provider honours whatever its template says.  o holds the answer
  * so far and is narrowed only where the hints ask. */
 static int match_xfer(const struct fi_info *tmpl, const char *dir,
-		      const struct xfer_attr *h, const struct xfer_attr *p,
-		      uint64_t info_mode, uint64_t flags_free, struct xfer_attr *o)
+                      const struct xfer_attr *h, const struct xfer_attr *p,
+                      uint64_t info_mode, uint64_t flags_free, struct xfer_attr *o)
 {
 	if (!caps_ok(h->caps, p->caps))
 		REJECT("%s caps 0x%llx not supported", dir, (unsigned long long)h->caps);
@@ -231,7 +237,7 @@ static int match_xfer(const struct fi_info *tmpl, const char *dir,
 }
 
 static int match_tx(const struct fi_info *tmpl, const struct fi_info *hints,
-		    struct fi_info *out)
+                    struct fi_info *out)
 {
 	const struct fi_tx_attr *p = tmpl->tx_attr, *h = hints->tx_attr;
 	struct fi_tx_attr *o = out->tx_attr;
@@ -241,7 +247,7 @@ static int match_tx(const struct fi_info *tmpl, const struct fi_info *hints,
 	if (!h)
 		return 0;
 	ret = match_xfer(tmpl, "tx", &hx, &px, hints->mode,
-			 FI_COMPLETION | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE, &ox);
+	                 FI_COMPLETION | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE, &ox);
 	if (ret)
 		return ret;
 	if (h->inject_size > p->inject_size || h->size > p->size ||
@@ -256,7 +262,7 @@ static int match_tx(const struct fi_info *tmpl, const struct fi_info *hints,
 }
 
 static int match_rx(const struct fi_info *tmpl, const struct fi_info *hints,
-		    struct fi_info *out)
+                    struct fi_info *out)
 {
 	const struct fi_rx_attr *p = tmpl->rx_attr, *h = hints->rx_attr;
 	struct fi_rx_attr *o = out->rx_attr;
@@ -266,7 +272,7 @@ static int match_rx(const struct fi_info *tmpl, const struct fi_info *hints,
 	if (!h)
 		return 0;
 	ret = match_xfer(tmpl, "rx", &hx, &px, hints->mode, FI_COMPLETION | FI_MULTI_RECV,
-			 &ox);
+	                 &ox);
 	if (ret)
 		return ret;
 	if (h->total_buffered_recv > p->total_buffered_recv || h->size > p->size ||
@@ -275,6 +281,9 @@ static int match_rx(const struct fi_info *tmpl, const struct fi_info *hints,
 	o->caps = ox.caps;
 	o->op_flags = ox.op_flags;
 	o->msg_order = ox.msg_order;
+	/* A smaller buffering budget asked for is the one the endpoint uses. */
+	if (h->total_buffered_recv)
+		o->total_buffered_recv = h->total_buffered_recv;
 	return 0;
 }
 
@@ -287,7 +296,7 @@ static bool addr_format_ok(uint32_t want, uint32_t have)
 }
 
 static int match_top(const struct fi_info *tmpl, const struct fi_info *hints,
-		     struct fi_info *out)
+                     struct fi_info *out)
 {
 	const struct fi_fabric_attr *pf = tmpl->fabric_attr, *hf = hints->fabric_attr;
 
@@ -297,7 +306,8 @@ static int match_top(const struct fi_info *tmpl, const struct fi_info *hints,
 	/* Modes are requirements the application must accept: a zero mode
 	 * hint accepts none. */
 	if (tmpl->mode & ~hints->mode)
-		REJECT("mode 0x%llx required", (unsigned long long)(tmpl->mode & ~hints->mode));
+		REJECT("mode 0x%llx required",
+		       (unsigned long long)(tmpl->mode & ~hints->mode));
 	if (!addr_format_ok(hints->addr_format, tmpl->addr_format))
 		REJECT("address format %u not supported", hints->addr_format);
 	if (hf && hf->name && (!pf->name || strcmp(hf->name, pf->name)))
@@ -329,7 +339,7 @@ static int copy_addr(void **dst, size_t *dstlen, const void *src, size_t len)
 }
 
 int lm_info_match(uint32_t version, const struct fi_info *tmpl,
-		  const struct fi_info *hints, struct fi_info **out)
+                  const struct fi_info *hints, struct fi_info **out)
 {
 	struct fi_info *o;
 	int ret;
@@ -348,12 +358,13 @@ int lm_info_match(uint32_t version, const struct fi_info *tmpl,
 			ret = match_tx(tmpl, hints, o);
 		if (!ret)
 			ret = match_rx(tmpl, hints, o);
-		if (!ret && hints->addr_format && hints->addr_format == tmpl->addr_format) {
+		if (!ret && hints->addr_format &&
+		    hints->addr_format == tmpl->addr_format) {
 			ret = copy_addr(&o->src_addr, &o->src_addrlen, hints->src_addr,
-					hints->src_addrlen);
+			                hints->src_addrlen);
 			if (!ret)
 				ret = copy_addr(&o->dest_addr, &o->dest_addrlen,
-						hints->dest_addr, hints->dest_addrlen);
+				                hints->dest_addr, hints->dest_addrlen);
 		}
 		if (ret) {
 			lm_info_free(o);
@@ -373,7 +384,7 @@ int lm_info_match(uint32_t version, const struct fi_info *tmpl,
 }
 
 int lm_info_match_list(uint32_t version, const struct fi_info *const *tmpls,
-		       const struct fi_info *hints, struct fi_info **info)
+                       const struct fi_info *hints, struct fi_info **info)
 {
 	struct fi_info **tail = info;
 	int ret;

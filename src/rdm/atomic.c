@@ -77,10 +77,10 @@ answer:
 	lm_rdm_ctl_send(ep, peer, &a, ep->scratch, a.len);
 }
 
-static void atomic_done(struct lm_rdm_ep *ep, const struct lm_rdm_hdr *h,
-                        const void *payload, size_t plen)
+static void atomic_done(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
+                        const struct lm_rdm_hdr *h, const void *payload, size_t plen)
 {
-	struct lm_rdm_tx *tx = lm_rdm_tx_lookup(ep, h->sreq);
+	struct lm_rdm_tx *tx = lm_rdm_tx_lookup(ep, h->sreq, peer);
 	int err;
 
 	if (!tx || tx->op != LM_OP_ATOMIC || tx->state != LM_TX_WAIT)
@@ -105,7 +105,7 @@ void lm_rdm_atomic_recv(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 	if (h->op == LM_OP_ATOMIC)
 		atomic_exec(ep, peer, h, payload, plen);
 	else
-		atomic_done(ep, h, payload, plen);
+		atomic_done(ep, peer, h, payload, plen);
 }
 
 /* ---- initiator side ------------------------------------------------------ */

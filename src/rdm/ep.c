@@ -6,8 +6,10 @@
 
 #include "rdm.h"
 
-#define DEFAULT_TX_SIZE     256
-#define DEFAULT_RX_SIZE     256
+#define DEFAULT_TX_SIZE 256
+#define DEFAULT_RX_SIZE 256
+/* Unexpected eager data an endpoint holds before it stops reading. */
+#define DEFAULT_UNEXP_MAX   ((size_t)64 << 20)
 #define DEFAULT_MIN_MULTI   64
 #define DEFAULT_INJECT_SIZE 4096
 
@@ -732,6 +734,9 @@ static int ep_getname(fid_t fid, void *addr, size_t *addrlen)
 		if (ret)
 			return ret;
 		if (!addr || *addrlen < need) {
+			/* man fi_cm: truncated, and the length it needs */
+			if (addr)
+				memcpy(addr, buf, *addrlen);
 			*addrlen = need;
 			return -FI_ETOOSMALL;
 		}
@@ -740,6 +745,8 @@ static int ep_getname(fid_t fid, void *addr, size_t *addrlen)
 		return 0;
 	}
 	if (!addr || *addrlen < ops->addrlen) {
+		if (addr)
+			memcpy(addr, ep->link->addr, *addrlen);
 		*addrlen = ops->addrlen;
 		return -FI_ETOOSMALL;
 	}
@@ -845,6 +852,9 @@ int lm_rdm_endpoint(struct fid_domain *domain, struct fi_info *info,
 	                      ? info->tx_attr->inject_size
 	                      : DEFAULT_INJECT_SIZE;
 	ep->min_multi_recv = DEFAULT_MIN_MULTI;
+	ep->unexp_max = info->rx_attr && info->rx_attr->total_buffered_recv
+	                    ? info->rx_attr->total_buffered_recv
+	                    : DEFAULT_UNEXP_MAX;
 	lm_list_init(&ep->tx_queue);
 	lm_list_init(&ep->revive);
 	lm_list_init(&ep->tx_wait);

@@ -27,9 +27,10 @@ typedef void (*lm_link_recv_fn)(void *arg, const void *src_addr, const void *hdr
  * delivered through recv as usual.  After the link has read the whole
  * payload there, it calls placed instead of recv.  Between the two the
  * link delivers nothing else of the same sender. */
-typedef size_t (*lm_link_place_fn)(void *arg, const void *hdr, size_t plen,
-                                   struct iovec *iov);
-typedef void (*lm_link_placed_fn)(void *arg, const void *hdr, size_t plen);
+typedef size_t (*lm_link_place_fn)(void *arg, const void *src_addr, const void *hdr,
+                                   size_t plen, struct iovec *iov);
+typedef void (*lm_link_placed_fn)(void *arg, const void *src_addr, const void *hdr,
+                                  size_t plen);
 
 /* What the engine tells a link when opening it. */
 struct lm_link_attr {

@@ -40,6 +40,7 @@ void lm_rdm_rx_free(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx)
 
 void lm_rdm_unexp_free(struct lm_rdm_ep *ep, struct lm_rdm_unexp *x)
 {
+	ep->unexp_bytes -= x->buf_len;
 	if (x->buf) {
 		if (x->small)
 			lm_bufpool_free(&ep->small_pool, x->buf);
@@ -256,6 +257,7 @@ static void rndv_start(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx,
 	}
 	r->rma = false;
 	r->pushing = false;
+	r->placing = false;
 	r->rx = rx;
 	r->peer = peer;
 	r->src = src;
@@ -336,10 +338,13 @@ static void rndv_start(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx,
 	send_answer(ep, peer, LM_OP_CTS, sreq, rndv_handle(ep, r));
 }
 
-/* The rendezvous a DATA packet of plen bytes belongs to, or NULL for a
- * stale or forged one (nothing of ours is touched then). */
-static struct lm_rdm_rndv *rndv_of_data(struct lm_rdm_ep *ep, const struct lm_rdm_hdr *h,
-                                        size_t plen)
+/* The rendezvous a DATA packet of plen bytes from peer belongs to, or
+ * NULL for a stale or forged one (nothing of ours is touched then): the
+ * handle must be live, the packet come from the rendezvous' sender and
+ * fit its message, and no link be placing another piece into it. */
+static struct lm_rdm_rndv *rndv_of_data(struct lm_rdm_ep *ep,
+                                        const struct lm_rdm_peer *peer,
+                                        const struct lm_rdm_hdr *h, size_t plen)
 {
 	uint32_t slot = (uint32_t)h->rreq;
 	struct lm_rdm_rndv *r;
@@ -347,8 +352,8 @@ static struct lm_rdm_rndv *rndv_of_data(struct lm_rdm_ep *ep, const struct lm_rd
 	if (slot >= ep->rndv_count)
 		return NULL;
 	r = &ep->rndv[slot];
-	if (!r->used || r->gen != (uint32_t)(h->rreq >> 32) || h->addr > r->size ||
-	    plen > r->size - h->addr || r->pushing)
+	if (!r->used || r->gen != (uint32_t)(h->rreq >> 32) || r->peer != peer ||
+	    h->addr > r->size || plen > r->size - h->addr || r->pushing || r->placing)
 		return NULL;
 	return r;
 }
@@ -362,10 +367,10 @@ static void rndv_account(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r, size_t ple
 	}
 }
 
-void lm_rdm_rndv_data(struct lm_rdm_ep *ep, const struct lm_rdm_hdr *h,
-                      const void *payload, size_t plen)
+void lm_rdm_rndv_data(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
+                      const struct lm_rdm_hdr *h, const void *payload, size_t plen)
 {
-	struct lm_rdm_rndv *r = rndv_of_data(ep, h, plen);
+	struct lm_rdm_rndv *r = rndv_of_data(ep, peer, h, plen);
 
 	if (!r)
 		return;
@@ -375,33 +380,57 @@ void lm_rdm_rndv_data(struct lm_rdm_ep *ep, const struct lm_rdm_hdr *h,
 	rndv_account(ep, r, plen);
 }
 
-size_t lm_rdm_place(void *arg, const void *hdr, size_t plen, struct iovec *iov)
+/* The sender of a placed piece, known already (it asked for the
+ * rendezvous); NULL for an address this endpoint never heard of. */
+static struct lm_rdm_peer *known_peer(struct lm_rdm_ep *ep, const void *src_addr)
+{
+	struct lm_rdm_peer *p = ep->last_src;
+
+	if (p && !memcmp(p->addr, src_addr, ep->dom->link_ops->addrlen))
+		return p;
+	return lm_rdm_peer_by_addr(ep, src_addr);
+}
+
+size_t lm_rdm_place(void *arg, const void *src_addr, const void *hdr, size_t plen,
+                    struct iovec *iov)
 {
 	struct lm_rdm_ep *ep = arg;
 	struct lm_rdm_hdr h;
 	struct lm_rdm_rndv *r;
+	size_t n;
 
 	memcpy(&h, hdr, sizeof(h));
 	if (h.version != LM_RDM_WIRE_VERSION || h.op != LM_OP_DATA || h.len != plen)
 		return 0;
-	r = rndv_of_data(ep, &h, plen);
+	r = rndv_of_data(ep, known_peer(ep, src_addr), &h, plen);
 	/* Only a piece that lands whole in the receive buffer (a truncated
 	 * tail takes the copying path, which drops what does not fit). */
 	if (!r || h.addr > r->cap || plen > r->cap - h.addr)
 		return 0;
-	return lm_rdm_iov_slice(r->iov, r->iov_count, h.addr, plen, iov);
+	n = lm_rdm_iov_slice(r->iov, r->iov_count, h.addr, plen, iov);
+	if (n)
+		r->placing = true; /* nothing else may finish r meanwhile */
+	return n;
 }
 
-void lm_rdm_placed(void *arg, const void *hdr, size_t plen)
+void lm_rdm_placed(void *arg, const void *src_addr, const void *hdr, size_t plen)
 {
 	struct lm_rdm_ep *ep = arg;
+	struct lm_rdm_peer *peer = known_peer(ep, src_addr);
 	struct lm_rdm_hdr h;
 	struct lm_rdm_rndv *r;
+	uint32_t slot;
 
 	memcpy(&h, hdr, sizeof(h));
-	r = rndv_of_data(ep, &h, plen);
-	if (r)
-		rndv_account(ep, r, plen);
+	slot = (uint32_t)h.rreq;
+	if (slot >= ep->rndv_count)
+		return;
+	r = &ep->rndv[slot];
+	if (!r->used || r->gen != (uint32_t)(h.rreq >> 32) || r->peer != peer ||
+	    !r->placing)
+		return;
+	r->placing = false;
+	rndv_account(ep, r, plen);
 }
 
 /* Sender side of a split rendezvous: write the part the receiver asked
@@ -409,7 +438,7 @@ void lm_rdm_placed(void *arg, const void *hdr, size_t plen)
 void lm_rdm_on_push(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
                     const struct lm_rdm_hdr *h, const void *payload, size_t plen)
 {
-	struct lm_rdm_tx *tx = lm_rdm_tx_lookup(ep, h->sreq);
+	struct lm_rdm_tx *tx = lm_rdm_tx_lookup(ep, h->sreq, peer);
 	struct lm_rdm_hdr a = {.version = LM_RDM_WIRE_VERSION,
 	                       .op = LM_OP_PUSHED,
 	                       .sreq = h->sreq,
@@ -420,7 +449,7 @@ void lm_rdm_on_push(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 	size_t ln, rn;
 	ssize_t got;
 
-	if (!tx || tx->op != LM_OP_RTS || tx->state != LM_TX_WAIT || tx->peer != peer)
+	if (!tx || tx->op != LM_OP_RTS || tx->state != LM_TX_WAIT)
 		return;
 	if (h->addr > tx->len || h->size > tx->len - h->addr ||
 	    lm_rdm_rts_parse(&rts, payload, plen) ||
@@ -446,7 +475,8 @@ void lm_rdm_on_push(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 }
 
 /* Receiver side: the sender's part is in place (or it could not write). */
-void lm_rdm_on_pushed(struct lm_rdm_ep *ep, const struct lm_rdm_hdr *h)
+void lm_rdm_on_pushed(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
+                      const struct lm_rdm_hdr *h)
 {
 	uint32_t slot = (uint32_t)h->rreq;
 	struct lm_rdm_rndv *r;
@@ -455,7 +485,7 @@ void lm_rdm_on_pushed(struct lm_rdm_ep *ep, const struct lm_rdm_hdr *h)
 		return;
 	r = &ep->rndv[slot];
 	if (!r->used || r->gen != (uint32_t)(h->rreq >> 32) || !r->pushing ||
-	    r->sreq != h->sreq)
+	    r->sreq != h->sreq || r->peer != peer)
 		return;
 	r->pushing = false;
 	if (r->got && !h->data) {
@@ -552,6 +582,8 @@ void lm_rdm_msg_recv(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 			return;
 		}
 		memcpy(x->buf, payload, plen);
+		x->buf_len = plen;
+		ep->unexp_bytes += plen;
 	}
 	lm_match_add_unexp(m, &x->u);
 }

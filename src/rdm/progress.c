@@ -82,7 +82,8 @@ void lm_rdm_tx_free(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
 	ep->tx_free[ep->tx_nfree++] = tx->slot;
 }
 
-struct lm_rdm_tx *lm_rdm_tx_lookup(struct lm_rdm_ep *ep, uint64_t handle)
+struct lm_rdm_tx *lm_rdm_tx_lookup(struct lm_rdm_ep *ep, uint64_t handle,
+                                   const struct lm_rdm_peer *from)
 {
 	uint32_t slot = (uint32_t)handle;
 	struct lm_rdm_tx *tx;
@@ -90,7 +91,10 @@ struct lm_rdm_tx *lm_rdm_tx_lookup(struct lm_rdm_ep *ep, uint64_t handle)
 	if (slot >= ep->tx_count)
 		return NULL;
 	tx = ep->tx[slot];
-	if (tx->gen != (uint32_t)(handle >> 32) || tx->state == LM_TX_FREE)
+	/* Only the peer a request went to answers it: a handle sent by
+	 * anyone else names nothing. */
+	if (tx->gen != (uint32_t)(handle >> 32) || tx->state == LM_TX_FREE ||
+	    tx->peer != from)
 		return NULL;
 	return tx;
 }
@@ -483,9 +487,10 @@ static void ctl_queue_flush(struct lm_rdm_ep *ep)
 
 /* ---- answers to our requests -------------------------------------------- */
 
-static void on_cts(struct lm_rdm_ep *ep, const struct lm_rdm_hdr *h)
+static void on_cts(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
+                   const struct lm_rdm_hdr *h)
 {
-	struct lm_rdm_tx *tx = lm_rdm_tx_lookup(ep, h->sreq);
+	struct lm_rdm_tx *tx = lm_rdm_tx_lookup(ep, h->sreq, peer);
 
 	if (!tx || tx->op != LM_OP_RTS || tx->state != LM_TX_WAIT)
 		return;
@@ -500,9 +505,10 @@ static void on_cts(struct lm_rdm_ep *ep, const struct lm_rdm_hdr *h)
 	lm_rdm_tx_flush(ep);
 }
 
-static void on_fin(struct lm_rdm_ep *ep, const struct lm_rdm_hdr *h)
+static void on_fin(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
+                   const struct lm_rdm_hdr *h)
 {
-	struct lm_rdm_tx *tx = lm_rdm_tx_lookup(ep, h->sreq);
+	struct lm_rdm_tx *tx = lm_rdm_tx_lookup(ep, h->sreq, peer);
 
 	if (!tx || (tx->op != LM_OP_RTS && tx->op != LM_OP_DATA &&
 	            tx->op != LM_OP_EAGER && tx->op != LM_OP_READ_REQ))
@@ -541,14 +547,14 @@ void lm_rdm_recv_pkt(void *arg, const void *src_addr, const void *hdr,
 		lm_rdm_msg_recv(ep, peer, &h, payload, plen);
 		break;
 	case LM_OP_CTS:
-		on_cts(ep, &h);
+		on_cts(ep, peer, &h);
 		break;
 	case LM_OP_DATA:
-		lm_rdm_rndv_data(ep, &h, payload, plen);
+		lm_rdm_rndv_data(ep, peer, &h, payload, plen);
 		break;
 	case LM_OP_FIN:
 	case LM_OP_ACK:
-		on_fin(ep, &h);
+		on_fin(ep, peer, &h);
 		break;
 	case LM_OP_ATOMIC:
 	case LM_OP_ATOMIC_RESP:
@@ -558,7 +564,7 @@ void lm_rdm_recv_pkt(void *arg, const void *src_addr, const void *hdr,
 		lm_rdm_on_push(ep, peer, &h, payload, plen);
 		break;
 	case LM_OP_PUSHED:
-		lm_rdm_on_pushed(ep, &h);
+		lm_rdm_on_pushed(ep, peer, &h);
 		break;
 	default:
 		lm_rdm_rma_recv(ep, peer, &h, payload, plen);
@@ -667,9 +673,13 @@ void lm_rdm_progress_locked(struct lm_rdm_ep *ep)
 
 	ctl_queue_flush(ep);
 	lm_rdm_tx_flush(ep);
-	do {
-		n = link->ops->poll(link, POLL_BUDGET);
-	} while (n == POLL_BUDGET);
+	/* Holding as much unexpected data as allowed: leave the rest in the
+	 * link until receives are posted (the senders see backpressure). */
+	if (ep->unexp_bytes < ep->unexp_max) {
+		do {
+			n = link->ops->poll(link, POLL_BUDGET);
+		} while (n == POLL_BUDGET && ep->unexp_bytes < ep->unexp_max);
+	}
 	ctl_queue_flush(ep);
 	lm_rdm_tx_flush(ep);
 	if (!lm_list_empty(&ep->tx_wait) || !lm_list_empty(&ep->tx_queue) ||

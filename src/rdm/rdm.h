@@ -223,6 +223,7 @@ struct lm_rdm_rndv {
 	bool rma;     /* the target side of a streamed RMA write, not a message */
 	uint64_t key; /* rma: the region written (FI_RMA_EVENT counters) */
 	bool pushing; /* split: waiting for the sender's PUSHED */
+	bool placing; /* a link is reading a DATA payload into iov */
 	struct lm_rdm_rts remote; /* split: the sender's buffer, for fallback */
 };
 
@@ -235,6 +236,7 @@ struct lm_rdm_unexp {
 	struct lm_rdm_rts rts; /* rendezvous */
 	bool rndv;
 	void *buf; /* eager payload (from the small pool or malloc) */
+	size_t buf_len;
 	bool small;
 };
 
@@ -313,6 +315,10 @@ struct lm_rdm_ep {
 	struct lm_bufpool unexp_pool; /* lm_rdm_unexp */
 	struct lm_bufpool small_pool; /* eager payloads up to inline_max */
 	size_t rx_count, rx_limit;
+	/* Eager payloads held for unexpected messages, and the most held
+	 * before the endpoint stops reading its link (the senders then see
+	 * -FI_EAGAIN once the transport's own buffers are full). */
+	size_t unexp_bytes, unexp_max;
 
 	/* Control packets (FIN, ACK, CTS, responses) the link refused. */
 	struct lm_list ctl_queue;
@@ -374,7 +380,9 @@ void lm_rdm_recv_pkt(void *arg, const void *src_addr, const void *hdr,
                      const void *payload, size_t payload_len);
 struct lm_rdm_tx *lm_rdm_tx_alloc(struct lm_rdm_ep *ep);
 void lm_rdm_tx_free(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx);
-struct lm_rdm_tx *lm_rdm_tx_lookup(struct lm_rdm_ep *ep, uint64_t handle);
+/* The live request named by handle that went to from, or NULL. */
+struct lm_rdm_tx *lm_rdm_tx_lookup(struct lm_rdm_ep *ep, uint64_t handle,
+                                   const struct lm_rdm_peer *from);
 static inline uint64_t lm_rdm_tx_handle(const struct lm_rdm_tx *tx)
 {
 	return (uint64_t)tx->gen << 32 | tx->slot;
@@ -420,12 +428,13 @@ extern const struct fi_ops_msg lm_rdm_msg_ops;
 extern const struct fi_ops_tagged lm_rdm_tagged_ops;
 void lm_rdm_msg_recv(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
                      const struct lm_rdm_hdr *h, const void *payload, size_t plen);
-void lm_rdm_rndv_data(struct lm_rdm_ep *ep, const struct lm_rdm_hdr *h,
-                      const void *payload, size_t plen);
+void lm_rdm_rndv_data(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
+                      const struct lm_rdm_hdr *h, const void *payload, size_t plen);
 /* lm_link_attr.place / placed: DATA pieces read straight into the
  * receive buffer. */
-size_t lm_rdm_place(void *arg, const void *hdr, size_t plen, struct iovec *iov);
-void lm_rdm_placed(void *arg, const void *hdr, size_t plen);
+size_t lm_rdm_place(void *arg, const void *src_addr, const void *hdr, size_t plen,
+                    struct iovec *iov);
+void lm_rdm_placed(void *arg, const void *src_addr, const void *hdr, size_t plen);
 void lm_rdm_rndv_fail(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r, int err);
 void lm_rdm_unexp_free(struct lm_rdm_ep *ep, struct lm_rdm_unexp *x);
 void lm_rdm_rx_free(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx);
@@ -486,6 +495,7 @@ size_t lm_rdm_rts_iov(const struct lm_rdm_rts *rts, uint64_t size, struct iovec 
 /* split rendezvous (msg.c) */
 void lm_rdm_on_push(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
                     const struct lm_rdm_hdr *h, const void *payload, size_t plen);
-void lm_rdm_on_pushed(struct lm_rdm_ep *ep, const struct lm_rdm_hdr *h);
+void lm_rdm_on_pushed(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
+                      const struct lm_rdm_hdr *h);
 
 #endif

@@ -178,10 +178,10 @@ static void on_read_req(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 
 /* ---- initiator side: answers -------------------------------------------- */
 
-static void on_read_resp(struct lm_rdm_ep *ep, const struct lm_rdm_hdr *h,
-                         const void *payload, size_t plen)
+static void on_read_resp(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
+                         const struct lm_rdm_hdr *h, const void *payload, size_t plen)
 {
-	struct lm_rdm_tx *tx = lm_rdm_tx_lookup(ep, h->sreq);
+	struct lm_rdm_tx *tx = lm_rdm_tx_lookup(ep, h->sreq, peer);
 
 	if (!tx || tx->op != LM_OP_READ_REQ || tx->state != LM_TX_WAIT ||
 	    h->addr > tx->len || plen > tx->len - h->addr)
@@ -192,9 +192,10 @@ static void on_read_resp(struct lm_rdm_ep *ep, const struct lm_rdm_hdr *h,
 		lm_rdm_tx_done(ep, tx, 0);
 }
 
-static void on_write_ack(struct lm_rdm_ep *ep, const struct lm_rdm_hdr *h)
+static void on_write_ack(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
+                         const struct lm_rdm_hdr *h)
 {
-	struct lm_rdm_tx *tx = lm_rdm_tx_lookup(ep, h->sreq);
+	struct lm_rdm_tx *tx = lm_rdm_tx_lookup(ep, h->sreq, peer);
 
 	if (!tx || tx->op != LM_OP_WRITE || tx->state != LM_TX_WAIT)
 		return;
@@ -209,13 +210,13 @@ void lm_rdm_rma_recv(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 		on_write(ep, peer, h, payload, plen);
 		break;
 	case LM_OP_WRITE_ACK:
-		on_write_ack(ep, h);
+		on_write_ack(ep, peer, h);
 		break;
 	case LM_OP_READ_REQ:
 		on_read_req(ep, peer, h, payload, plen);
 		break;
 	case LM_OP_READ_RESP:
-		on_read_resp(ep, h, payload, plen);
+		on_read_resp(ep, peer, h, payload, plen);
 		break;
 	default:
 		break;

@@ -37,7 +37,7 @@ cleanup() {
 trap cleanup EXIT
 
 # A control port of our own, so tests running side by side do not meet.
-port=$((20000 + $$ % 20000))
+port=$((10000 + $$ % 20000)) # below the ephemeral ports
 passed=0 failed=0 skipped=0
 pass() {
 	passed=$((passed + 1))

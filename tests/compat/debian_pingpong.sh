@@ -21,7 +21,9 @@ ep=${3:-rdm}
 export FI_TCP_IFACE=lo
 bin=${BIN_DIR:-/usr/bin}/fi_pingpong
 tmo=${PP_TIMEOUT:-120}
-port=${PP_PORT:-$((47592 + $$ % 1000))}
+# Below the kernel's ephemeral range (32768-60999), where loom's own tcp
+# endpoints and connections take their ports.
+port=${PP_PORT:-$((10000 + $$ % 20000))}
 if [ ! -x "$bin" ]; then
 	echo "SKIP: $bin not found (install libfabric-bin)" >&2
 	exit 77
@@ -59,7 +61,7 @@ run() {
 	srv_pid=
 	if [ "$crc" != 0 ] || [ "$src" != 0 ]; then
 		echo "FAIL: $tag: client exit $crc, server exit $src" >&2
-		tail -5 "$tmp/$tag/srv.out" "$tmp/$tag/cli.out" >&2
+		tail -n 5 "$tmp/$tag/srv.out" "$tmp/$tag/cli.out" >&2
 		fail=1
 		return
 	fi

@@ -40,7 +40,8 @@ static ssize_t next_tx(void **ctx)
 
 static void initiator(const struct keys *k, char *src, char *back)
 {
-	int wctx, rctx, sctx;
+	int wctx, rctx, sctx, actx;
+	uint64_t ack = ~0ull;
 	void *ctx;
 
 	for (int round = 0; round < ROUNDS; round++) {
@@ -82,12 +83,15 @@ static void initiator(const struct keys *k, char *src, char *back)
 		st_fill(src, SZ, 5000 + (uint64_t)round);
 		CHECK_INT(
 		    fi_write(E.ep, src, SZ, NULL, E.addr[1], k->addr, k->key, &wctx), 0);
+		CHECK_INT(fi_recv(E.ep, &ack, sizeof(ack), NULL, E.addr[1], &actx), 0);
 		CHECK_INT(fi_sendmsg(E.ep, &m, FI_FENCE | FI_COMPLETION), 0);
-		for (int i = 0; i < 2; i++)
+		/* the write, the message, and the target's word that it checked */
+		for (int i = 0; i < 3; i++)
 			if (next_tx(&ctx) != 1) {
 				CHECK(0);
 				return;
 			}
+		CHECK_INT(ack, (uint64_t)round);
 	}
 }
 
@@ -105,7 +109,13 @@ static void target(char *buf)
 		}
 		CHECK_INT(note, (uint64_t)round);
 		/* The write fenced before the message is complete. */
+		if (st_verify(buf, SZ, 5000 + (uint64_t)round) != (size_t)-1)
+			fprintf(stderr, "round %d: the fenced write is not in place\n",
+			        round);
 		CHECK_INT(st_verify(buf, SZ, 5000 + (uint64_t)round), (size_t)-1);
+		/* Checked: the initiator may write the next round. */
+		while (fi_inject(E.ep, &note, sizeof(note), E.addr[0]) == -FI_EAGAIN)
+			st_progress(&E);
 	}
 }
 

@@ -285,6 +285,7 @@ int st_open_local(struct st_ep *e, const struct st_opts *o)
 	hints->tx_attr->op_flags = o->tx_op_flags;
 	hints->tx_attr->size = o->tx_size;
 	hints->rx_attr->size = o->rx_size;
+	hints->rx_attr->total_buffered_recv = o->unexp_max;
 	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED;
 	hints->domain_attr->threading = o->threading;
 	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &e->info);

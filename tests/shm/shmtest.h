@@ -28,6 +28,7 @@ struct st_opts {
 	bool split_cq;         /* separate transmit and receive CQs */
 	bool cntrs;            /* send and receive counters */
 	bool remote_cntrs;     /* remote read and remote write counters */
+	size_t unexp_max;      /* rx_attr->total_buffered_recv hint (0: none) */
 	bool no_cma;           /* FI_SHM_DISABLE_CMA=1 for this process */
 	size_t tx_size, rx_size; /* queue depth hints (0: provider's) */
 	size_t cq_size;          /* 0: 4096 */

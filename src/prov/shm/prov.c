@@ -31,7 +31,7 @@ static struct fi_rx_attr shm_rx = {
     .op_flags = 0,
     .msg_order = FI_ORDER_SAS,
     .comp_order = FI_ORDER_NONE,
-    .total_buffered_recv = 0,
+    .total_buffered_recv = (size_t)64 << 20, /* unexpected data held, at most */
     .size = 1024,
     .iov_limit = LM_IOV_LIMIT,
 };

@@ -72,18 +72,26 @@ static const struct tcp_cm_msg *cm_hdr(const struct cm_in *in)
 	return (const struct tcp_cm_msg *)in->buf;
 }
 
-/* The address as the info's format gives it. */
+/* The address as the info's format gives it, into buf of *len bytes
+ * (NULL: none): as much as fits, *len set to the whole length, and
+ * -FI_ETOOSMALL when that did not fit (man fi_cm). */
 static int addr_out(uint32_t fmt, const struct sockaddr_in *a, void *buf, size_t *len)
 {
-	if (fmt == FI_ADDR_STR)
-		return tcp_addr_to_str(a, buf, len);
-	if (*len < sizeof(*a)) {
-		*len = sizeof(*a);
-		return -FI_ETOOSMALL;
+	char text[64];
+	size_t need = sizeof(text), room = buf ? *len : 0;
+	const void *src = text;
+
+	if (fmt == FI_ADDR_STR) {
+		if (tcp_addr_to_str(a, text, &need))
+			return -FI_EINVAL;
+	} else {
+		src = a;
+		need = sizeof(*a);
 	}
-	memcpy(buf, a, sizeof(*a));
-	*len = sizeof(*a);
-	return 0;
+	if (room)
+		memcpy(buf, src, LM_MIN(room, need));
+	*len = need;
+	return room < need ? -FI_ETOOSMALL : 0;
 }
 
 static int addr_in(uint32_t fmt, const void *addr, size_t len, struct sockaddr_in *out)
@@ -301,8 +309,6 @@ static int pep_getname(fid_t fid, void *addr, size_t *addrlen)
 
 	if (!addrlen)
 		return -FI_EINVAL;
-	if (!addr)
-		*addrlen = 0;
 	return addr_out(p->info->addr_format, &p->addr, addr, addrlen);
 }
 
@@ -697,8 +703,6 @@ static int msg_getpeer(struct fid_ep *fid, void *addr, size_t *addrlen)
 		return -FI_EINVAL;
 	if (m->state != MSG_CONNECTED && m->state != MSG_DOWN)
 		return -FI_EOPBADSTATE;
-	if (!addr)
-		*addrlen = 0;
 	return addr_out(m->ep->info->addr_format, &m->peer, addr, addrlen);
 }
 

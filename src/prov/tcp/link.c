@@ -428,6 +428,15 @@ static void on_hello(struct tcp_link *l, struct tcp_conn *c, const struct tcp_he
 	}
 	memcpy(&from, h->addr, sizeof(from));
 	norm(&from);
+	if (!memcmp(&from, &l->self, sizeof(from))) {
+		/* Our own address: we never connect to ourselves (those
+		 * packets loop back in-process), so this is not us. */
+		LM_WARN(tcp_log_prov, FI_LOG_EP_CTRL,
+		        "refusing a connection that claims this endpoint's address\n");
+		hello_send(l, c, TCP_HELLO_NACK, TCP_NACK_KIND);
+		conn_close(l, c, false);
+		return;
+	}
 	p = peer_get(l, &from);
 	if (!p) {
 		conn_close(l, c, false);
@@ -509,7 +518,7 @@ static int place_continue(struct tcp_link *l, struct tcp_conn *c)
 		c->place_done += (size_t)n;
 	}
 	c->placing = false;
-	l->placed(l->arg, c->place_hdr, c->place_len);
+	l->placed(l->arg, &c->peer->addr, c->place_hdr, c->place_len);
 	return 1;
 }
 
@@ -586,8 +595,8 @@ static int conn_read(struct tcp_link *l, struct tcp_conn *c, int budget)
 				/* Part of a large payload: read the rest straight
 				 * into its buffer when the engine has one. */
 				if (f.len >= PLACE_MIN && l->place &&
-				    (c->place_cnt = l->place(l->arg, hdr, f.len,
-				                             c->place_iov)) != 0) {
+				    (c->place_cnt = l->place(l->arg, &c->peer->addr, hdr,
+				                             f.len, c->place_iov)) != 0) {
 					memcpy(c->place_hdr, hdr, f.hdr_len);
 					lm_copy_to_iov(c->place_iov, c->place_cnt, 0,
 					               hdr + f.hdr_len, have);
@@ -758,14 +767,14 @@ static ssize_t tcp_link_send(struct lm_link *link, struct lm_link_peer *p,
 	size_t total, len = 0;
 	ssize_t n = 0;
 
-	if (p->broken)
-		return -FI_EIO;
 	if (p->self) {
 		for (size_t i = 0; i < iov_count; i++)
 			len += iov[i].iov_len;
 		return len > link->max_payload ? -FI_EMSGSIZE
 		                               : loop_send(l, hdr, iov, iov_count, len);
 	}
+	if (p->broken)
+		return -FI_EIO;
 	if (!c) {
 		int ret = conn_start(l, p);
 

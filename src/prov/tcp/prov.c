@@ -38,6 +38,7 @@ static const struct fi_rx_attr tcp_rx = {
     .caps = TCP_RX_CAPS,
     .msg_order = FI_ORDER_SAS,
     .comp_order = FI_ORDER_NONE,
+    .total_buffered_recv = (size_t)64 << 20, /* unexpected data held, at most */
     .size = 1024,
     .iov_limit = LM_IOV_LIMIT,
 };

@@ -1,0 +1,154 @@
+/* backpressure.c - a receiver that posts no buffers does not buffer
+ * without bound: with rx_attr->total_buffered_recv at 2 MiB, a sender
+ * pushing 96 MiB of eager messages at an endpoint that keeps progressing
+ * but posts nothing gets -FI_EAGAIN after a bounded amount, and once the
+ * receives are posted every message arrives, in order and intact.  Runs
+ * on shm and, with LOOM_TEST_PROV=tcp, on tcp. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "shmtest.h"
+
+#define MSG     4096
+#define N       (96 * 256) /* 96 MiB of 4 KiB messages */
+#define LIMIT   ((size_t)2 << 20)
+#define BOUND   ((size_t)48 << 20) /* far below N * MSG, far above the slack */
+#define TMO_US  (60 * 1000000ull)
+#define WAIT_US (300 * 1000ull) /* the receiver progresses without posting */
+#define DONE    (1ull << 40)    /* tag of the receiver's "all here" */
+
+static struct st_ep E;
+
+/* fi_tinject: the buffer is free again when the call returns, and a
+ * full transport answers -FI_EAGAIN. */
+static int sender(void)
+{
+	char *buf = malloc(MSG);
+	uint64_t start, end;
+	size_t sent = 0, in_window = 0, eagain = 0;
+	uint64_t done_word = 0;
+
+	CHECK_INT(
+	    fi_trecv(E.ep, &done_word, sizeof(done_word), NULL, E.addr[1], DONE, 0, NULL),
+	    0);
+	st_barrier();
+	start = st_now_us();
+	end = start + TMO_US;
+	while (sent < N && st_now_us() < end) {
+		ssize_t r;
+
+		st_fill(buf, MSG, sent);
+		r = fi_tinject(E.ep, buf, MSG, E.addr[1], sent);
+		if (r == -FI_EAGAIN) {
+			eagain++;
+			st_progress(&E);
+			continue;
+		}
+		CHECK_INT(r, 0);
+		if (r)
+			break;
+		sent++;
+		/* Well inside the receiver's time without receives posted. */
+		if (st_now_us() - start < WAIT_US * 3 / 4)
+			in_window = sent;
+	}
+	/* Manual progress: what the transport did not take yet waits in
+	 * this endpoint until it is driven, so drive it until the receiver
+	 * says it has everything. */
+	while (st_now_us() < end) {
+		struct fi_cq_tagged_entry c;
+
+		if (fi_cq_read(E.rxcq, &c, 1) == 1) {
+			CHECK_INT(c.tag, (uint64_t)DONE);
+			break;
+		}
+	}
+	CHECK_INT(sent, N);
+	fprintf(stderr,
+	        "sender: %zu KiB taken while nothing was posted, %zu -FI_EAGAIN\n",
+	        in_window * MSG / 1024, eagain);
+	CHECK(eagain > 0);
+	CHECK(in_window * MSG < BOUND);
+	free(buf);
+	return 0;
+}
+
+static int receiver(void)
+{
+	char *bufs = malloc((size_t)64 * MSG);
+	uint64_t until, end = st_now_us() + TMO_US;
+	size_t posted = 0, got = 0;
+	struct fi_cq_tagged_entry c;
+
+	st_barrier();
+	/* Progress without posting: everything that arrives is unexpected. */
+	until = st_now_us() + WAIT_US;
+	while (st_now_us() < until) {
+		CHECK_INT(fi_cq_read(E.rxcq, &c, 1), -FI_EAGAIN);
+		usleep(100);
+	}
+	while (got < N && st_now_us() < end) {
+		ssize_t n;
+
+		while (posted < N && posted - got < 64) {
+			ssize_t r =
+			    fi_trecv(E.ep, bufs + (posted % 64) * MSG, MSG, NULL,
+			             FI_ADDR_UNSPEC, posted, 0, &bufs[posted % 64]);
+
+			if (r == -FI_EAGAIN)
+				break;
+			CHECK_INT(r, 0);
+			posted++;
+		}
+		n = fi_cq_read(E.rxcq, &c, 1);
+		if (n == 1) {
+			/* In order: message got went into slot got % 64. */
+			CHECK_INT(c.tag, got);
+			CHECK_INT(c.len, MSG);
+			if (st_verify(bufs + (got % 64) * MSG, MSG, got) != (size_t)-1) {
+				fprintf(stderr, "message %zu differs\n", got);
+				CHECK(0);
+			}
+			got++;
+		} else if (n != -FI_EAGAIN) {
+			CHECK_INT(n, -FI_EAGAIN);
+			break;
+		}
+	}
+	CHECK_INT(got, N);
+	{
+		uint64_t word = 1;
+
+		while (fi_tinject(E.ep, &word, sizeof(word), E.addr[0], DONE) ==
+		       -FI_EAGAIN)
+			st_progress(&E);
+		/* Until it is out: the sender waits for it. */
+		for (int i = 0; i < 1000; i++)
+			st_progress(&E);
+	}
+	free(bufs);
+	return 0;
+}
+
+static int proc(int rank, int nprocs, void *arg)
+{
+	struct st_opts o = {.caps = FI_TAGGED, .unexp_max = LIMIT, .split_cq = true};
+
+	(void)nprocs, (void)arg;
+	if (st_open(&E, &o))
+		return 2;
+	if (rank == 0)
+		sender();
+	else
+		receiver();
+	st_barrier();
+	CHECK_INT(st_close(&E), 0);
+	return check_done();
+}
+
+int main(void)
+{
+	return st_run("backpressure", 2, 120, proc, NULL, 0);
+}

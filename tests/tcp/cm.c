@@ -1,0 +1,914 @@
+/* cm.c - the tcp provider's connection management between two processes,
+ * public API only: listen, connect, accept, reject, shutdown, peer death. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_rma.h>
+
+#include "check.h"
+#include "shmtest.h"
+
+/* The group's processes end in _exit, past LeakSanitizer's exit hook: each
+ * looks for leaks itself once everything is closed. */
+#if defined(__SANITIZE_ADDRESS__)
+#define HAVE_LSAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HAVE_LSAN 1
+#endif
+#endif
+#ifdef HAVE_LSAN
+#include <sanitizer/lsan_interface.h>
+#define CHECK_NO_LEAKS() CHECK_INT(__lsan_do_recoverable_leak_check(), 0)
+#else
+#define CHECK_NO_LEAKS() ((void)0)
+#endif
+
+#define SERVER 0
+#define CLIENT 1
+
+#define EV_MS       5000  /* bound on any connection event */
+#define DEATH_MS    10000 /* SIGKILL -> FI_SHUTDOWN and the error completion */
+#define SMALL       100
+#define BIG         ((size_t)1 << 20)
+#define TLEN        1000
+#define TAG_A       0x1234u
+#define TAG_B       0x5678u
+#define STUCK       ((size_t)32 << 20) /* more than the sockets can hold */
+#define CM_DATA_MAX 256 /* what the provider carries (and we give room for) */
+
+/* An fi_eq_read buffer: the entry and the connection data after it. */
+union cm_ev {
+	struct fi_eq_cm_entry e;
+	unsigned char b[sizeof(struct fi_eq_cm_entry) + CM_DATA_MAX];
+};
+
+/* The server's memory regions, sent to the client in a message. */
+struct keys {
+	uint64_t buf, buf_key;
+	uint64_t ctr, ctr_key;
+};
+
+/* The fabric objects one process opens from an fi_info. */
+struct side {
+	struct fi_info *info;
+	struct fid_fabric *fabric;
+	struct fid_eq *eq;
+	struct fid_domain *domain;
+	struct fid_cq *cq;
+};
+
+#define OK(call)                                                                         \
+	do {                                                                             \
+		int r_ = (int)(call);                                                    \
+		CHECK_INT(r_, 0);                                                        \
+		if (r_)                                                                  \
+			return 1;                                                        \
+	} while (0)
+
+static struct fi_info *msg_hints(uint32_t addr_format)
+{
+	struct fi_info *h = fi_allocinfo();
+
+	if (!h)
+		return NULL;
+	h->fabric_attr->prov_name = strdup("tcp");
+	h->ep_attr->type = FI_EP_MSG;
+	h->caps = FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC;
+	h->addr_format = addr_format;
+	h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED;
+	return h;
+}
+
+/* The info checks every MSG fi_getinfo answer gets. */
+static void check_info(const struct fi_info *i, uint32_t addr_format)
+{
+	CHECK_INT(i->ep_attr->type, FI_EP_MSG);
+	CHECK_STR(i->fabric_attr->prov_name, "tcp");
+	CHECK_INT(i->addr_format, addr_format);
+	CHECK((i->caps & (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC)) ==
+	      (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC));
+}
+
+/* Fabric and EQ (one that can be slept on) from s->info; domain and CQ
+ * too unless passive. */
+static int open_side(struct side *s, bool passive)
+{
+	struct fi_eq_attr eqa = {.size = 64, .wait_obj = FI_WAIT_UNSPEC};
+	struct fi_cq_attr cqa = {.size = 256, .format = FI_CQ_FORMAT_TAGGED};
+
+	OK(fi_fabric(s->info->fabric_attr, &s->fabric, NULL));
+	OK(fi_eq_open(s->fabric, &eqa, &s->eq, NULL));
+	if (passive)
+		return 0;
+	OK(fi_domain(s->fabric, s->info, &s->domain, NULL));
+	OK(fi_cq_open(s->domain, &cqa, &s->cq, NULL));
+	return 0;
+}
+
+static void close_side(struct side *s)
+{
+	if (s->cq)
+		CHECK_INT(fi_close(&s->cq->fid), 0);
+	if (s->domain)
+		CHECK_INT(fi_close(&s->domain->fid), 0);
+	if (s->eq)
+		CHECK_INT(fi_close(&s->eq->fid), 0);
+	if (s->fabric)
+		CHECK_INT(fi_close(&s->fabric->fid), 0);
+	fi_freeinfo(s->info);
+	memset(s, 0, sizeof(*s));
+}
+
+/* An endpoint on s from info, with s's EQ and CQ bound and enabled. */
+static int open_ep(struct side *s, struct fi_info *info, struct fid_ep **ep, void *ctx)
+{
+	OK(fi_endpoint(s->domain, info, ep, ctx));
+	CHECK_INT((*ep)->fid.fclass, FI_CLASS_EP);
+	CHECK((*ep)->fid.context == ctx);
+	OK(fi_ep_bind(*ep, &s->eq->fid, 0));
+	OK(fi_ep_bind(*ep, &s->cq->fid, FI_TRANSMIT | FI_RECV));
+	OK(fi_enable(*ep));
+	return 0;
+}
+
+/* The next event of eq within EV_MS (or ms): sleeping in fi_eq_sread, or
+ * polling fi_eq_read.  Returns what the read returned: the bytes, or
+ * -FI_EAVAIL with *err read (its data into errbuf when errlen, else lent),
+ * or -FI_EAGAIN when nothing came in time. */
+static ssize_t next_event(struct fid_eq *eq, bool sleep, int ms, uint32_t *event,
+                          union cm_ev *ev, struct fi_eq_err_entry *err, void *errbuf,
+                          size_t errlen)
+{
+	uint64_t end = st_now_us() + (uint64_t)ms * 1000u;
+	ssize_t r;
+
+	memset(ev, 0, sizeof(*ev));
+	*event = ~0u;
+	for (;;) {
+		uint64_t now = st_now_us();
+		int left = now < end ? (int)((end - now) / 1000) + 1 : 1;
+
+		r = sleep ? fi_eq_sread(eq, event, ev, sizeof(*ev), left, 0)
+		          : fi_eq_read(eq, event, ev, sizeof(*ev), 0);
+		if (r != -FI_EAGAIN || st_now_us() > end)
+			break;
+		if (!sleep)
+			sched_yield();
+	}
+	if (r == -FI_EAVAIL && err) {
+		memset(err, 0, sizeof(*err));
+		err->err_data = errbuf;
+		err->err_data_size = errlen;
+		CHECK_INT(fi_eq_readerr(eq, err, 0), sizeof(*err));
+	}
+	return r;
+}
+
+/* A CM event with fid and connection data as expected (data NULL: any). */
+static void check_cm_event(ssize_t r, uint32_t event, const union cm_ev *ev,
+                           uint32_t want_event, const struct fid *want_fid,
+                           const char *want_data)
+{
+	size_t dlen = want_data ? strlen(want_data) + 1 : 0;
+
+	/* man fi_eq: the data length comes from the bytes read, and may
+	 * carry protocol padding beyond what the peer gave. */
+	CHECK(r >= (ssize_t)(sizeof(ev->e) + dlen));
+	CHECK_INT(event, want_event);
+	CHECK(ev->e.fid == want_fid);
+	if (want_data && r >= (ssize_t)(sizeof(ev->e) + dlen) &&
+	    memcmp(ev->e.data, want_data, dlen)) {
+		fprintf(stderr, "event %u data \"%.*s\", want \"%s\"\n", event, (int)dlen,
+		        (const char *)ev->e.data, want_data);
+		CHECK(0);
+	}
+}
+
+/* A failed connection: -FI_EAVAIL then an error entry for ep. */
+static void check_cm_error(ssize_t r, const struct fi_eq_err_entry *err,
+                           const struct fid_ep *ep, int want_err, const char *want_data)
+{
+	size_t dlen = want_data ? strlen(want_data) + 1 : 0;
+
+	CHECK_INT(r, -FI_EAVAIL);
+	if (r != -FI_EAVAIL)
+		return;
+	CHECK_INT(err->err, want_err);
+	CHECK(err->fid == &ep->fid);
+	if (!want_data) {
+		CHECK_INT(err->err_data_size, 0);
+		return;
+	}
+	CHECK(err->err_data_size >= dlen);
+	CHECK(err->err_data != NULL);
+	if (err->err_data_size >= dlen && err->err_data &&
+	    memcmp(err->err_data, want_data, dlen)) {
+		fprintf(stderr, "err_data \"%.*s\", want \"%s\"\n", (int)dlen,
+		        (const char *)err->err_data, want_data);
+		CHECK(0);
+	}
+}
+
+/* n completions within EV_MS, each stored by its op_context's index in
+ * ctxs; an error entry or an unknown context fails. */
+static void collect(struct fid_cq *cq, int n, void *const *ctxs,
+                    struct fi_cq_tagged_entry *out)
+{
+	for (int got = 0; got < n; got++) {
+		struct fi_cq_tagged_entry c;
+		struct fi_cq_err_entry err;
+		ssize_t r = st_read(cq, &c, NULL, &err, NULL, EV_MS);
+		int k;
+
+		if (r != 1) {
+			fprintf(stderr, "completion %d of %d: %zd (%s), err %d\n",
+			        got + 1, n, r, fi_strerror((int)-r),
+			        r == -FI_EAVAIL ? err.err : 0);
+			CHECK_INT(r, 1);
+			return;
+		}
+		for (k = 0; k < n && ctxs[k] != c.op_context; k++)
+			;
+		CHECK(k < n);
+		if (k < n)
+			out[k] = c;
+	}
+}
+
+static void check_bytes(const void *buf, size_t len, uint64_t seed)
+{
+	size_t at = st_verify(buf, len, seed);
+
+	if (at != (size_t)-1)
+		fprintf(stderr, "seed %llu: %zu bytes differ from byte %zu\n",
+		        (unsigned long long)seed, len, at);
+	CHECK(at == (size_t)-1);
+}
+
+/* Copies an address of the fi_getname/fi_getpeer kind after checking the
+ * man page's -FI_ETOOSMALL contract: no buffer, then a short one that
+ * gets the truncated address, then room. */
+static int get_addr(int (*get)(void *, void *, size_t *), void *obj, const char *what,
+                    struct sockaddr_in *out)
+{
+	unsigned char full[64], part[8];
+	size_t len = 0;
+
+	CHECK_INT(get(obj, NULL, &len), -FI_ETOOSMALL);
+	CHECK_INT(len, sizeof(*out));
+	len = 5;
+	memset(part, 0xa5, sizeof(part));
+	CHECK_INT(get(obj, part, &len), -FI_ETOOSMALL);
+	CHECK_INT(len, sizeof(*out));
+	len = sizeof(full);
+	OK(get(obj, full, &len));
+	CHECK_INT(len, sizeof(*out));
+	/* man fi_cm: "it will be truncated": the first bytes, no more. */
+	if (memcmp(part, full, 5))
+		fprintf(stderr,
+		        "%s: a 5-byte buffer did not get the address's first bytes\n",
+		        what);
+	CHECK(!memcmp(part, full, 5));
+	CHECK_HEX(part[5], 0xa5);
+	memcpy(out, full, sizeof(*out));
+	CHECK_INT(out->sin_family, AF_INET);
+	CHECK_HEX(ntohl(out->sin_addr.s_addr), INADDR_LOOPBACK);
+	CHECK(out->sin_port != 0);
+	return 0;
+}
+
+static int getname_fn(void *fid, void *addr, size_t *len)
+{
+	return fi_getname(fid, addr, len);
+}
+
+static int getpeer_fn(void *ep, void *addr, size_t *len)
+{
+	return fi_getpeer(ep, addr, len);
+}
+
+static bool same_addr(const struct sockaddr_in *a, const struct sockaddr_in *b)
+{
+	return a->sin_family == b->sin_family && a->sin_port == b->sin_port &&
+	       a->sin_addr.s_addr == b->sin_addr.s_addr;
+}
+
+static void check_same_addr(const struct sockaddr_in *got, const struct sockaddr_in *want,
+                            const char *what)
+{
+	char g[INET_ADDRSTRLEN] = "?", w[INET_ADDRSTRLEN] = "?";
+
+	if (same_addr(got, want))
+		return;
+	inet_ntop(AF_INET, &got->sin_addr, g, sizeof(g));
+	inet_ntop(AF_INET, &want->sin_addr, w, sizeof(w));
+	fprintf(stderr, "%s: %s:%u (family %u), want %s:%u\n", what, g,
+	        ntohs(got->sin_port), got->sin_family, w, ntohs(want->sin_port));
+	CHECK(0);
+}
+
+/* Passive endpoint listening on 127.0.0.1, its EQ empty; *addr its name. */
+static int listen_on(struct side *s, struct fid_pep **pep, void *ctx,
+                     struct sockaddr_in *addr)
+{
+	uint32_t event;
+	union cm_ev ev;
+
+	OK(open_side(s, true));
+	OK(fi_passive_ep(s->fabric, s->info, pep, ctx));
+	CHECK_INT((*pep)->fid.fclass, FI_CLASS_PEP);
+	CHECK((*pep)->fid.context == ctx);
+	OK(fi_pep_bind(*pep, &s->eq->fid, 0));
+	OK(fi_listen(*pep));
+	OK(get_addr(getname_fn, *pep, "fi_getname(pep)", addr));
+	/* Nobody knows the address yet: nothing to read, asleep or not. */
+	CHECK_INT(fi_eq_read(s->eq, &event, &ev, sizeof(ev), 0), -FI_EAGAIN);
+	CHECK_INT(fi_eq_sread(s->eq, &event, &ev, sizeof(ev), 20, 0), -FI_EAGAIN);
+	return 0;
+}
+
+/* Case 1 with FI_ADDR_STR: a passive endpoint's name as text, under the
+ * same -FI_ETOOSMALL contract as the binary one. */
+static int str_name(void)
+{
+	struct side s = {0};
+	struct fi_info *hints = msg_hints(FI_ADDR_STR);
+	struct fid_pep *pep = NULL;
+	char full[128], part[16], want[64];
+	size_t len = 0, need;
+	unsigned port = 0;
+	int n = 0;
+
+	if (!hints)
+		return 2;
+	OK(fi_getinfo(FI_VERSION(1, 17), "127.0.0.1", NULL, FI_SOURCE, hints, &s.info));
+	fi_freeinfo(hints);
+	check_info(s.info, FI_ADDR_STR);
+	OK(open_side(&s, true));
+	OK(fi_passive_ep(s.fabric, s.info, &pep, NULL));
+	OK(fi_pep_bind(pep, &s.eq->fid, 0));
+	OK(fi_listen(pep));
+	len = sizeof(full);
+	OK(fi_getname(&pep->fid, full, &len));
+	CHECK(sscanf(full, "fi_sockaddr_in://127.0.0.1:%u%n", &port, &n) == 1);
+	CHECK(port > 0 && port < 65536);
+	snprintf(want, sizeof(want), "fi_sockaddr_in://127.0.0.1:%u", port);
+	CHECK_STR(full, want);
+	need = strlen(want) + 1;
+	CHECK_INT(len, need);
+	len = 0;
+	CHECK_INT(fi_getname(&pep->fid, NULL, &len), -FI_ETOOSMALL);
+	CHECK_INT(len, need);
+	len = 10;
+	memset(part, 0x5a, sizeof(part));
+	CHECK_INT(fi_getname(&pep->fid, part, &len), -FI_ETOOSMALL);
+	CHECK_INT(len, need);
+	/* Truncated: its first bytes (the tenth may be a terminator). */
+	CHECK(!memcmp(part, want, 9));
+	CHECK_HEX(part[10], 0x5a);
+	CHECK_INT(fi_close(&pep->fid), 0);
+	close_side(&s);
+	return 0;
+}
+
+/* ---- cases 1-7: one server, one client -------------------------------------- */
+
+/* What each side tells the other once connected (case 3). */
+struct names {
+	struct sockaddr_in a, b;
+};
+
+static int server(void)
+{
+	struct side s = {0};
+	struct fi_info *hints = msg_hints(FI_SOCKADDR_IN), *creq;
+	struct fid_pep *pep = NULL;
+	struct fid_ep *ep = NULL;
+	struct fid_mr *mr_buf = NULL, *mr_ctr = NULL;
+	struct sockaddr_in pep_addr, creq_addr, peer, name;
+	struct names mine, all[ST_MAX_PROCS * ST_SLOT / sizeof(struct names)];
+	struct fi_cq_tagged_entry c[4];
+	struct keys k;
+	uint32_t event;
+	union cm_ev ev;
+	int pep_ctx, ep_ctx, rs, rb, ra, rtb, sb, ss, sk, rd;
+	char *small = calloc(1, SMALL), *big = calloc(1, BIG), *ta = calloc(1, TLEN),
+	     *tb = calloc(1, TLEN), *rbuf = calloc(1, BIG);
+	uint64_t *ctr = calloc(1, 64), done = 0, t0;
+	ssize_t r;
+
+	if (!hints || !small || !big || !ta || !tb || !rbuf || !ctr)
+		return 2;
+
+	/* Case 1: listen on 127.0.0.1 named as a source (FI_SOURCE). */
+	OK(fi_getinfo(FI_VERSION(1, 17), "127.0.0.1", NULL, FI_SOURCE, hints, &s.info));
+	fi_freeinfo(hints);
+	check_info(s.info, FI_SOCKADDR_IN);
+	CHECK_INT(s.info->src_addrlen, sizeof(struct sockaddr_in));
+	CHECK(s.info->src_addr &&
+	      ntohl(((struct sockaddr_in *)s.info->src_addr)->sin_addr.s_addr) ==
+	          INADDR_LOOPBACK);
+	OK(listen_on(&s, &pep, &pep_ctx, &pep_addr));
+	CHECK_INT(str_name(), 0);
+	CHECK_INT(st_allgather(&pep_addr, sizeof(pep_addr), all), 0);
+
+	/* Case 2: the request, polled for. */
+	r = next_event(s.eq, false, EV_MS, &event, &ev, NULL, NULL, 0);
+	check_cm_event(r, event, &ev, FI_CONNREQ, &pep->fid, "hello-1");
+	creq = ev.e.info;
+	if (r < 0 || event != FI_CONNREQ || !creq)
+		return 1;
+	CHECK(creq->handle != NULL);
+	CHECK(creq->handle && creq->handle->fclass == FI_CLASS_CONNREQ);
+	check_info(creq, FI_SOCKADDR_IN);
+	CHECK_INT(creq->dest_addrlen, sizeof(creq_addr));
+	CHECK(creq->dest_addr != NULL);
+	if (!creq->dest_addr)
+		return 1;
+	memcpy(&creq_addr, creq->dest_addr, sizeof(creq_addr));
+	CHECK_INT(creq_addr.sin_family, AF_INET);
+	CHECK_HEX(ntohl(creq_addr.sin_addr.s_addr), INADDR_LOOPBACK);
+
+	/* Accept on an endpoint made from the request, receives posted
+	 * before the accept (man fi_cm: "receive buffers may be associated
+	 * with an endpoint anytime"). */
+	OK(fi_domain(s.fabric, creq, &s.domain, NULL));
+	{
+		struct fi_cq_attr cqa = {.size = 256, .format = FI_CQ_FORMAT_TAGGED};
+
+		OK(fi_cq_open(s.domain, &cqa, &s.cq, NULL));
+	}
+	OK(open_ep(&s, creq, &ep, &ep_ctx));
+	OK(fi_recv(ep, small, SMALL, NULL, 0, &rs));
+	OK(fi_recv(ep, big, BIG, NULL, 0, &rb));
+	OK(fi_trecv(ep, tb, TLEN, NULL, 0, TAG_B, 0, &rtb));
+	OK(fi_trecv(ep, ta, TLEN, NULL, 0, TAG_A, 0, &ra));
+	OK(fi_accept(ep, "welcome", 8));
+	fi_freeinfo(creq);
+	r = next_event(s.eq, true, EV_MS, &event, &ev, NULL, NULL, 0);
+	check_cm_event(r, event, &ev, FI_CONNECTED, &ep->fid, NULL);
+
+	/* Case 3: the addresses both ways. */
+	OK(get_addr(getpeer_fn, ep, "fi_getpeer(ep)", &peer));
+	OK(get_addr(getname_fn, ep, "fi_getname(ep)", &name));
+	check_same_addr(&peer, &creq_addr, "server getpeer vs FI_CONNREQ dest_addr");
+	mine.a = peer;
+	mine.b = name;
+	CHECK_INT(st_allgather(&mine, sizeof(mine), all), 0);
+	{
+		const struct names *cl =
+		    (const struct names *)((char *)all + CLIENT * ST_SLOT);
+
+		/* client: a = its name, b = its peer */
+		check_same_addr(&cl->a, &peer, "client getname vs server getpeer");
+		check_same_addr(&cl->b, &name, "client getpeer vs server getname");
+		check_same_addr(&cl->b, &pep_addr, "client getpeer vs listening address");
+	}
+
+	/* Case 4: the client's messages, in posting and tag order. */
+	{
+		void *ctxs[4] = {&rs, &rb, &ra, &rtb};
+
+		collect(s.cq, 4, ctxs, c);
+		CHECK_HEX(c[0].flags, FI_RECV | FI_MSG);
+		CHECK_INT(c[0].len, SMALL);
+		check_bytes(small, SMALL, 11);
+		CHECK_HEX(c[1].flags, FI_RECV | FI_MSG);
+		CHECK_INT(c[1].len, BIG);
+		check_bytes(big, BIG, 12);
+		CHECK_HEX(c[2].flags, FI_RECV | FI_TAGGED);
+		CHECK_HEX(c[2].tag, TAG_A);
+		CHECK_INT(c[2].len, TLEN);
+		check_bytes(ta, TLEN, 13);
+		CHECK_HEX(c[3].flags, FI_RECV | FI_TAGGED);
+		CHECK_HEX(c[3].tag, TAG_B);
+		CHECK_INT(c[3].len, TLEN);
+		check_bytes(tb, TLEN, 14);
+	}
+	/* ... and back, then the keys of two regions. */
+	OK(fi_mr_reg(s.domain, rbuf, BIG, FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0,
+	             &mr_buf, NULL));
+	OK(fi_mr_reg(s.domain, ctr, 8, FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0, &mr_ctr,
+	             NULL));
+	*ctr = 100;
+	k = (struct keys){(uintptr_t)rbuf, fi_mr_key(mr_buf), (uintptr_t)ctr,
+	                  fi_mr_key(mr_ctr)};
+	st_fill(big, BIG, 21);
+	st_fill(small, SMALL, 22);
+	OK(fi_recv(ep, &done, sizeof(done), NULL, 0, &rd));
+	OK(fi_send(ep, big, BIG, NULL, 0, &sb));
+	OK(fi_send(ep, small, SMALL, NULL, 0, &ss));
+	OK(fi_send(ep, &k, sizeof(k), NULL, 0, &sk));
+	{
+		/* The client's fi_write/fi_read/fi_fetch_atomic need us to
+		 * progress until its "done". */
+		void *ctxs[4] = {&sb, &ss, &sk, &rd};
+
+		collect(s.cq, 4, ctxs, c);
+		for (int i = 0; i < 3; i++)
+			CHECK_HEX(c[i].flags, FI_SEND | FI_MSG);
+		CHECK_HEX(c[3].flags, FI_RECV | FI_MSG);
+		CHECK_INT(c[3].len, sizeof(done));
+		CHECK_INT(done, 0xd0e);
+		check_bytes(rbuf, BIG, 31);
+		CHECK_INT(*ctr, 105);
+	}
+
+	/* Case 5: a second request, refused with data. */
+	CHECK_INT(st_barrier(), 0);
+	r = next_event(s.eq, false, EV_MS, &event, &ev, NULL, NULL, 0);
+	check_cm_event(r, event, &ev, FI_CONNREQ, &pep->fid, "hello-2");
+	if (r >= 0 && event == FI_CONNREQ && ev.e.info) {
+		CHECK(ev.e.info->handle != NULL);
+		CHECK_INT(fi_reject(pep, ev.e.info->handle, "go-away", 8), 0);
+		fi_freeinfo(ev.e.info);
+	}
+
+	/* Case 7: the client shuts down; we hear it. */
+	CHECK_INT(st_barrier(), 0);
+	t0 = st_now_us();
+	r = next_event(s.eq, true, EV_MS, &event, &ev, NULL, NULL, 0);
+	check_cm_event(r, event, &ev, FI_SHUTDOWN, &ep->fid, NULL);
+	fprintf(stderr, "server: FI_SHUTDOWN after %llu us\n",
+	        (unsigned long long)(st_now_us() - t0));
+	CHECK_INT(st_barrier(), 0);
+
+	CHECK_INT(fi_close(&ep->fid), 0);
+	CHECK_INT(fi_close(&pep->fid), 0);
+	CHECK_INT(fi_close(&mr_buf->fid), 0);
+	CHECK_INT(fi_close(&mr_ctr->fid), 0);
+	close_side(&s);
+	free(small), free(big), free(ta), free(tb), free(rbuf), free(ctr);
+	return 0;
+}
+
+/* Case 6: fi_connect to a port bound by nobody's listener, the endpoint
+ * from an FI_ADDR_STR info whose destination fi_connect takes (addr NULL). */
+static int refused(void)
+{
+	struct side s = {0};
+	struct fi_info *hints = msg_hints(FI_ADDR_STR);
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	socklen_t alen = sizeof(a);
+	struct fi_eq_err_entry err;
+	struct fid_ep *ep = NULL;
+	char text[64];
+	uint32_t event;
+	union cm_ev ev;
+	uint64_t t0;
+	int fd = socket(AF_INET, SOCK_STREAM, 0), ctx;
+	ssize_t r;
+
+	/* Bound, never listening: the port is ours, and connects get a reset. */
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (!hints || fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) ||
+	    getsockname(fd, (struct sockaddr *)&a, &alen))
+		return 1;
+	snprintf(text, sizeof(text), "fi_sockaddr_in://127.0.0.1:%u", ntohs(a.sin_port));
+	hints->dest_addr = strdup(text);
+	hints->dest_addrlen = strlen(text) + 1;
+	OK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &s.info));
+	fi_freeinfo(hints);
+	check_info(s.info, FI_ADDR_STR);
+	CHECK(s.info->dest_addr && !strcmp(s.info->dest_addr, text));
+	OK(open_side(&s, false));
+	OK(open_ep(&s, s.info, &ep, &ctx));
+	t0 = st_now_us();
+	OK(fi_connect(ep, NULL, "hello-3", 8));
+	r = next_event(s.eq, true, EV_MS, &event, &ev, &err, NULL, 0);
+	check_cm_error(r, &err, ep, FI_ECONNREFUSED, NULL);
+	fprintf(stderr, "client: refused after %llu us\n",
+	        (unsigned long long)(st_now_us() - t0));
+	CHECK_INT(fi_close(&ep->fid), 0);
+	close_side(&s);
+	close(fd);
+	return 0;
+}
+
+static int client(void)
+{
+	struct side s = {0};
+	struct fi_info *hints = msg_hints(FI_SOCKADDR_IN);
+	struct fid_ep *ep = NULL, *ep2 = NULL;
+	struct sockaddr_in srv, name, peer;
+	struct names mine, all[ST_MAX_PROCS * ST_SLOT / sizeof(struct names)];
+	struct fi_cq_tagged_entry c[4];
+	struct fi_cq_err_entry cerr;
+	struct fi_eq_err_entry err;
+	struct keys k;
+	uint32_t event;
+	union cm_ev ev;
+	char port[16], errbuf[64];
+	char *small = calloc(1, SMALL), *big = calloc(1, BIG), *ta = malloc(TLEN),
+	     *tb = malloc(TLEN), *back = calloc(1, BIG), *rsmall = calloc(1, SMALL),
+	     *rbig = calloc(1, BIG), junk[64];
+	uint64_t add = 5, old = 0, done = 0xd0e;
+	int ep_ctx, ep2_ctx, rb, rs, rk, ss, sb, sa, stb, wc, rc, ac, dc, j1, j2, xc;
+	ssize_t r;
+
+	if (!hints || !small || !big || !ta || !tb || !back || !rsmall || !rbig)
+		return 2;
+	CHECK_INT(st_allgather("", 0, all), 0);
+	memcpy(&srv, (char *)all + SERVER * ST_SLOT, sizeof(srv));
+	CHECK_INT(srv.sin_family, AF_INET);
+
+	/* Case 2: the server named as node and service. */
+	snprintf(port, sizeof(port), "%u", ntohs(srv.sin_port));
+	OK(fi_getinfo(FI_VERSION(1, 17), "127.0.0.1", port, 0, hints, &s.info));
+	fi_freeinfo(hints);
+	check_info(s.info, FI_SOCKADDR_IN);
+	CHECK_INT(s.info->dest_addrlen, sizeof(srv));
+	CHECK(s.info->dest_addr && same_addr(s.info->dest_addr, &srv));
+	OK(open_side(&s, false));
+	OK(open_ep(&s, s.info, &ep, &ep_ctx));
+	/* Receives before the connection exists. */
+	OK(fi_recv(ep, rbig, BIG, NULL, 0, &rb));
+	OK(fi_recv(ep, rsmall, SMALL, NULL, 0, &rs));
+	OK(fi_recv(ep, &k, sizeof(k), NULL, 0, &rk));
+	OK(fi_connect(ep, &srv, "hello-1", 8));
+	r = next_event(s.eq, true, EV_MS, &event, &ev, NULL, NULL, 0);
+	check_cm_event(r, event, &ev, FI_CONNECTED, &ep->fid, "welcome");
+	if (r < 0 || event != FI_CONNECTED)
+		return 1;
+
+	/* Case 3. */
+	OK(get_addr(getname_fn, ep, "fi_getname(ep)", &name));
+	OK(get_addr(getpeer_fn, ep, "fi_getpeer(ep)", &peer));
+	check_same_addr(&peer, &srv, "client getpeer vs the address connected to");
+	mine.a = name;
+	mine.b = peer;
+	CHECK_INT(st_allgather(&mine, sizeof(mine), all), 0);
+
+	/* Case 4: messages and tagged messages out ... */
+	st_fill(small, SMALL, 11);
+	st_fill(big, BIG, 12);
+	st_fill(ta, TLEN, 13);
+	st_fill(tb, TLEN, 14);
+	OK(fi_send(ep, small, SMALL, NULL, 0, &ss));
+	OK(fi_send(ep, big, BIG, NULL, 0, &sb));
+	OK(fi_tsend(ep, ta, TLEN, NULL, 0, TAG_A, &sa));
+	OK(fi_tsend(ep, tb, TLEN, NULL, 0, TAG_B, &stb));
+	{
+		void *ctxs[4] = {&ss, &sb, &sa, &stb};
+
+		collect(s.cq, 4, ctxs, c);
+		CHECK_HEX(c[0].flags, FI_SEND | FI_MSG);
+		CHECK_HEX(c[1].flags, FI_SEND | FI_MSG);
+		CHECK_HEX(c[2].flags, FI_SEND | FI_TAGGED);
+		CHECK_HEX(c[3].flags, FI_SEND | FI_TAGGED);
+	}
+	/* ... and in: 1 MiB, 100 B, then the keys. */
+	{
+		void *ctxs[3] = {&rb, &rs, &rk};
+
+		collect(s.cq, 3, ctxs, c);
+		for (int i = 0; i < 3; i++)
+			CHECK_HEX(c[i].flags, FI_RECV | FI_MSG);
+		CHECK_INT(c[0].len, BIG);
+		check_bytes(rbig, BIG, 21);
+		CHECK_INT(c[1].len, SMALL);
+		check_bytes(rsmall, SMALL, 22);
+		CHECK_INT(c[2].len, sizeof(k));
+	}
+	/* RMA into the server's region, and a fetching atomic. */
+	st_fill(big, BIG, 31);
+	OK(fi_write(ep, big, BIG, NULL, 0, k.buf, k.buf_key, &wc));
+	collect(s.cq, 1, (void *[]){&wc}, c);
+	CHECK_HEX(c[0].flags, FI_RMA | FI_WRITE);
+	OK(fi_read(ep, back, BIG, NULL, 0, k.buf, k.buf_key, &rc));
+	collect(s.cq, 1, (void *[]){&rc}, c);
+	CHECK_HEX(c[0].flags, FI_RMA | FI_READ);
+	check_bytes(back, BIG, 31);
+	OK(fi_fetch_atomic(ep, &add, 1, NULL, &old, NULL, 0, k.ctr, k.ctr_key, FI_UINT64,
+	                   FI_SUM, &ac));
+	collect(s.cq, 1, (void *[]){&ac}, c);
+	CHECK_HEX(c[0].flags, FI_ATOMIC | FI_READ);
+	CHECK_INT(old, 100);
+	OK(fi_send(ep, &done, sizeof(done), NULL, 0, &dc));
+	collect(s.cq, 1, (void *[]){&dc}, c);
+
+	/* Case 5: a second endpoint on the same EQ is refused with data. */
+	CHECK_INT(st_barrier(), 0);
+	OK(open_ep(&s, s.info, &ep2, &ep2_ctx));
+	OK(fi_connect(ep2, &srv, "hello-2", 8));
+	memset(errbuf, 0, sizeof(errbuf));
+	r = next_event(s.eq, false, EV_MS, &event, &ev, &err, errbuf, sizeof(errbuf));
+	if (r >= 0)
+		fprintf(stderr, "client: event %u instead of the rejection\n", event);
+	check_cm_error(r, &err, ep2, FI_ECONNREFUSED, "go-away");
+	CHECK(err.err_data == errbuf);
+	CHECK_INT(fi_close(&ep2->fid), 0);
+
+	/* Case 6. */
+	CHECK_INT(refused(), 0);
+
+	/* Case 7: shut down with receives posted; any completion for them
+	 * is a cancellation written before fi_shutdown returns (man fi_cm). */
+	OK(fi_recv(ep, junk, sizeof(junk), NULL, 0, &j1));
+	OK(fi_trecv(ep, junk, sizeof(junk), NULL, 0, 0x99, 0, &j2));
+	CHECK_INT(st_barrier(), 0);
+	OK(fi_shutdown(ep, 0));
+	for (int n = 0; n < 3; n++) {
+		struct fi_cq_tagged_entry e;
+
+		r = fi_cq_read(s.cq, &e, 1);
+		if (r == -FI_EAGAIN)
+			break;
+		CHECK_INT(r, -FI_EAVAIL);
+		if (r != -FI_EAVAIL)
+			break;
+		memset(&cerr, 0, sizeof(cerr));
+		CHECK_INT(fi_cq_readerr(s.cq, &cerr, 0), 1);
+		CHECK_INT(cerr.err, FI_ECANCELED);
+		CHECK(cerr.op_context == &j1 || cerr.op_context == &j2);
+	}
+	CHECK_INT(st_barrier(), 0); /* the server has its FI_SHUTDOWN */
+	CHECK_INT(fi_cq_read(s.cq, c, 1), -FI_EAGAIN);
+	/* A send now fails, at once or as an error completion; it does not
+	 * hang. */
+	r = fi_send(ep, small, SMALL, NULL, 0, &xc);
+	if (!r) {
+		r = st_read(s.cq, c, NULL, &cerr, NULL, EV_MS);
+		CHECK_INT(r, -FI_EAVAIL);
+		CHECK(cerr.op_context == &xc);
+		CHECK(cerr.err != 0);
+	} else {
+		CHECK(r < 0 && r != -FI_EAGAIN);
+	}
+
+	CHECK_INT(fi_close(&ep->fid), 0);
+	close_side(&s);
+	free(small), free(big), free(ta), free(tb), free(back), free(rsmall), free(rbig);
+	return 0;
+}
+
+static int pair(int rank, int nprocs, void *arg)
+{
+	(void)nprocs, (void)arg;
+	if (rank == SERVER ? server() : client())
+		CHECK(0);
+	CHECK_NO_LEAKS();
+	return check_done();
+}
+
+/* ---- case 8: the server killed mid-transfer ------------------------------- */
+
+struct hello {
+	struct sockaddr_in addr;
+	int32_t pid;
+};
+
+/* Listens (named by hints->src_addr this time), accepts, then waits in a
+ * barrier the client answers only after killing us. */
+static int victim(void)
+{
+	struct side s = {0};
+	struct fi_info *hints = msg_hints(FI_SOCKADDR_IN);
+	struct sockaddr_in src = {.sin_family = AF_INET};
+	struct hello me = {.pid = (int32_t)getpid()}, all[ST_MAX_PROCS];
+	struct fid_pep *pep = NULL;
+	struct fid_ep *ep = NULL;
+	uint32_t event;
+	union cm_ev ev;
+	int pep_ctx, ep_ctx;
+	ssize_t r;
+
+	if (!hints)
+		return 2;
+	src.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	hints->src_addr = malloc(sizeof(src));
+	if (!hints->src_addr)
+		return 2;
+	memcpy(hints->src_addr, &src, sizeof(src));
+	hints->src_addrlen = sizeof(src);
+	OK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &s.info));
+	fi_freeinfo(hints);
+	check_info(s.info, FI_SOCKADDR_IN);
+	OK(listen_on(&s, &pep, &pep_ctx, &me.addr));
+	_Static_assert(sizeof(struct hello) <= ST_SLOT, "one slot");
+	CHECK_INT(st_allgather(&me, sizeof(me), all), 0);
+	r = next_event(s.eq, true, EV_MS, &event, &ev, NULL, NULL, 0);
+	check_cm_event(r, event, &ev, FI_CONNREQ, &pep->fid, "hello-4");
+	if (r < 0 || event != FI_CONNREQ || !ev.e.info)
+		return 1;
+	OK(fi_domain(s.fabric, ev.e.info, &s.domain, NULL));
+	{
+		struct fi_cq_attr cqa = {.size = 256, .format = FI_CQ_FORMAT_TAGGED};
+
+		OK(fi_cq_open(s.domain, &cqa, &s.cq, NULL));
+	}
+	OK(open_ep(&s, ev.e.info, &ep, &ep_ctx));
+	OK(fi_accept(ep, NULL, 0));
+	fi_freeinfo(ev.e.info);
+	r = next_event(s.eq, true, EV_MS, &event, &ev, NULL, NULL, 0);
+	check_cm_event(r, event, &ev, FI_CONNECTED, &ep->fid, NULL);
+	CHECK_INT(st_barrier(), 0);
+	/* No progress from here: the client's big send stays in flight. */
+	st_barrier();
+	fprintf(stderr, "victim: still alive after the client's kill\n");
+	return 1;
+}
+
+static int survivor(void)
+{
+	struct side s = {0};
+	struct fi_info *hints = msg_hints(FI_SOCKADDR_IN);
+	struct hello all[ST_MAX_PROCS];
+	struct fi_cq_tagged_entry c;
+	struct fi_cq_err_entry err;
+	struct fid_ep *ep = NULL;
+	uint32_t event;
+	union cm_ev ev;
+	char *big = calloc(1, STUCK), junk[64];
+	int ep_ctx, sc, rc, more = 0;
+	uint64_t t0, t_ev, t_cq;
+	ssize_t r;
+
+	if (!hints || !big)
+		return 2;
+	CHECK_INT(st_allgather("", 0, all), 0);
+	hints->dest_addr = malloc(sizeof(all[SERVER].addr));
+	if (!hints->dest_addr)
+		return 2;
+	memcpy(hints->dest_addr, &all[SERVER].addr, sizeof(all[SERVER].addr));
+	hints->dest_addrlen = sizeof(all[SERVER].addr);
+	OK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &s.info));
+	fi_freeinfo(hints);
+	OK(open_side(&s, false));
+	OK(open_ep(&s, s.info, &ep, &ep_ctx));
+	OK(fi_connect(ep, NULL, "hello-4", 8));
+	r = next_event(s.eq, true, EV_MS, &event, &ev, NULL, NULL, 0);
+	check_cm_event(r, event, &ev, FI_CONNECTED, &ep->fid, NULL);
+	if (r < 0 || event != FI_CONNECTED)
+		return 1;
+	CHECK_INT(st_barrier(), 0);
+
+	st_fill(big, STUCK, 41);
+	OK(fi_send(ep, big, STUCK, NULL, 0, &sc));
+	OK(fi_recv(ep, junk, sizeof(junk), NULL, 0, &rc));
+	/* The peer reads nothing: after a while of progress the send is
+	 * still outstanding (else the kill below proves nothing). */
+	t0 = st_now_us();
+	do
+		r = fi_cq_read(s.cq, &c, 1);
+	while (r == -FI_EAGAIN && st_now_us() - t0 < 200000);
+	CHECK_INT(r, -FI_EAGAIN);
+
+	CHECK_INT(kill(all[SERVER].pid, SIGKILL), 0);
+	t0 = st_now_us();
+	r = next_event(s.eq, true, DEATH_MS, &event, &ev, NULL, NULL, 0);
+	t_ev = st_now_us() - t0;
+	check_cm_event(r, event, &ev, FI_SHUTDOWN, &ep->fid, NULL);
+	r = st_read(s.cq, &c, NULL, &err, NULL, DEATH_MS);
+	t_cq = st_now_us() - t0;
+	CHECK_INT(r, -FI_EAVAIL);
+	if (r == -FI_EAVAIL) {
+		CHECK(err.op_context == &sc);
+		CHECK(err.err != 0);
+		CHECK(err.flags & FI_SEND);
+		fprintf(stderr, "survivor: send failed with %d (%s)\n", err.err,
+		        fi_strerror(err.err));
+	}
+	fprintf(stderr,
+	        "survivor: FI_SHUTDOWN after %llu us, error completion after %llu us\n",
+	        (unsigned long long)t_ev, (unsigned long long)t_cq);
+	CHECK(t_cq < DEATH_MS * 1000ull);
+	/* The receive may be cancelled too (man fi_cm leaves it open);
+	 * whatever else comes is about it. */
+	while ((r = st_read(s.cq, &c, NULL, &err, NULL, 50)) != -FI_ETIMEDOUT) {
+		CHECK(r == -FI_EAVAIL ? err.op_context == &rc : 0);
+		if (++more > 1)
+			break;
+	}
+	CHECK_INT(fi_close(&ep->fid), 0);
+	close_side(&s);
+	free(big);
+	return 0;
+}
+
+static int death(int rank, int nprocs, void *arg)
+{
+	(void)nprocs, (void)arg;
+	if (rank == SERVER ? victim() : survivor())
+		CHECK(0);
+	CHECK_NO_LEAKS();
+	return check_done();
+}
+
+int main(void)
+{
+	int bad = 0;
+
+	bad |= st_run("tcp/cm: connect, data, reject, refused, shutdown", 2, 60, pair,
+	              NULL, 0);
+	bad |= st_run("tcp/cm: peer killed", 2, 30, death, NULL, 1u << SERVER);
+	return bad;
+}
