@@ -619,7 +619,8 @@ static int msg_connect(struct fid_ep *fid, const void *addr, const void *param,
 		lm_lock_release(&m->lock);
 		return -FI_EMFILE;
 	}
-	memcpy(m->param, param, paramlen);
+	if (paramlen)
+		memcpy(m->param, param, paramlen);
 	m->param_len = paramlen;
 	m->start_ms = lm_now_ms();
 	m->in.got = 0;
