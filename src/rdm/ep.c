@@ -46,6 +46,30 @@ int lm_rdm_domain_init(struct lm_rdm_domain *dom, struct lm_fabric *fab,
 	return 0;
 }
 
+int lm_rdm_domain_open(struct fid_fabric *fabric, const struct fi_info *info,
+                       const struct lm_link_ops *link_ops, void *link_ctx,
+                       const struct fi_ops_domain *ops, void *context,
+                       struct lm_rdm_domain **out)
+{
+	struct lm_fabric *fab = lm_container_of(fabric, struct lm_fabric, fabric_fid);
+	struct lm_rdm_domain *dom;
+	int ret;
+
+	if (!info || !info->domain_attr)
+		return -FI_EINVAL;
+	dom = calloc(1, sizeof(*dom));
+	if (!dom)
+		return -FI_ENOMEM;
+	ret = lm_rdm_domain_init(dom, fab, info, link_ops, link_ctx, context);
+	if (ret) {
+		free(dom);
+		return ret;
+	}
+	dom->util.domain_fid.ops = (struct fi_ops_domain *)ops;
+	*out = dom;
+	return 0;
+}
+
 static int rdm_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
                             enum fi_op op, struct fi_atomic_attr *attr, uint64_t flags)
 {

@@ -142,6 +142,12 @@ struct lm_rdm_domain {
 int lm_rdm_domain_init(struct lm_rdm_domain *dom, struct lm_fabric *fab,
                        const struct fi_info *info, const struct lm_link_ops *link_ops,
                        void *link_ctx, void *context);
+/* Allocate and initialise an engine domain on fabric with ops as its
+ * fi_ops_domain (lm_rdm_domain_ops or a provider's copy of it). */
+int lm_rdm_domain_open(struct fid_fabric *fabric, const struct fi_info *info,
+                       const struct lm_link_ops *link_ops, void *link_ctx,
+                       const struct fi_ops_domain *ops, void *context,
+                       struct lm_rdm_domain **out);
 /* The domain's fi_close stays util's (lm_domain_fini + free), which is
  * right while lm_rdm_domain is first in the provider's struct and the
  * provider has nothing else to release. */

@@ -48,7 +48,7 @@ int lm_fid_no_control(struct fid *fid, int command, void *arg)
 }
 
 int lm_fid_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops,
-		       void *context)
+                       void *context)
 {
 	(void)fid, (void)name, (void)flags, (void)ops, (void)context;
 	return -FI_ENOSYS;
@@ -67,16 +67,16 @@ static int fabric_close(struct fid *fid)
 }
 
 static const struct fi_ops fabric_fid_ops = {
-	.size = sizeof(struct fi_ops),
-	.close = fabric_close,
-	.bind = lm_fid_no_bind,
-	.control = lm_fid_no_control,
-	.ops_open = lm_fid_no_ops_open,
+    .size = sizeof(struct fi_ops),
+    .close = fabric_close,
+    .bind = lm_fid_no_bind,
+    .control = lm_fid_no_control,
+    .ops_open = lm_fid_no_ops_open,
 };
 
 int lm_fabric_init(struct lm_fabric *fab, const struct fi_provider *prov,
-		   const struct fi_fabric_attr *attr, const struct fi_ops_fabric *ops,
-		   void *context)
+                   const struct fi_fabric_attr *attr, const struct fi_ops_fabric *ops,
+                   void *context)
 {
 	if (!fab || !prov || !ops)
 		return -FI_EINVAL;
@@ -92,8 +92,29 @@ int lm_fabric_init(struct lm_fabric *fab, const struct fi_provider *prov,
 	fab->fabric_fid.fid.ops = (struct fi_ops *)&fabric_fid_ops;
 	fab->fabric_fid.ops = (struct fi_ops_fabric *)ops;
 	fab->fabric_fid.api_version =
-		attr && attr->api_version ? attr->api_version : LM_VERSION_CURRENT;
+	    attr && attr->api_version ? attr->api_version : LM_VERSION_CURRENT;
 	atomic_init(&fab->ref, 0);
+	return 0;
+}
+
+int lm_fabric_open(const struct fi_provider *prov, const struct fi_fabric_attr *attr,
+                   const struct fi_ops_fabric *ops, void *context,
+                   struct fid_fabric **fabric)
+{
+	struct lm_fabric *fab;
+	int ret;
+
+	if (!attr || !fabric)
+		return -FI_EINVAL;
+	fab = calloc(1, sizeof(*fab));
+	if (!fab)
+		return -FI_ENOMEM;
+	ret = lm_fabric_init(fab, prov, attr, ops, context);
+	if (ret) {
+		free(fab);
+		return ret;
+	}
+	*fabric = &fab->fabric_fid;
 	return 0;
 }
 
@@ -135,15 +156,16 @@ static int domain_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 }
 
 const struct fi_ops lm_domain_fid_ops = {
-	.size = sizeof(struct fi_ops),
-	.close = domain_close,
-	.bind = domain_bind,
-	.control = lm_mr_domain_control, /* FI_MAP_RAW_MR, FI_UNMAP_KEY */
-	.ops_open = lm_fid_no_ops_open,
+    .size = sizeof(struct fi_ops),
+    .close = domain_close,
+    .bind = domain_bind,
+    .control = lm_mr_domain_control, /* FI_MAP_RAW_MR, FI_UNMAP_KEY */
+    .ops_open = lm_fid_no_ops_open,
 };
 
-int lm_domain_init(struct lm_domain *dom, struct lm_fabric *fab, const struct fi_info *info,
-		   const struct fi_ops_domain *ops, void *context)
+int lm_domain_init(struct lm_domain *dom, struct lm_fabric *fab,
+                   const struct fi_info *info, const struct fi_ops_domain *ops,
+                   void *context)
 {
 	if (!dom || !fab || !info || !ops)
 		return -FI_EINVAL;

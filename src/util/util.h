@@ -81,6 +81,10 @@ struct lm_fabric {
 int lm_fabric_init(struct lm_fabric *fab, const struct fi_provider *prov,
 		   const struct fi_fabric_attr *attr, const struct fi_ops_fabric *ops,
 		   void *context);
+/* Allocate and initialise a fabric: a provider's fi_provider.fabric. */
+int lm_fabric_open(const struct fi_provider *prov, const struct fi_fabric_attr *attr,
+                   const struct fi_ops_fabric *ops, void *context,
+                   struct fid_fabric **fabric);
 /* -FI_EBUSY while anything opened on the fabric is still open. */
 int lm_fabric_fini(struct lm_fabric *fab);
 /* domain/passive_ep: -FI_ENOSYS (the provider supplies them); eq_open:

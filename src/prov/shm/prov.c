@@ -116,29 +116,22 @@ static int shm_getinfo(uint32_t version, const char *node, const char *service,
 /* ---- fabric and domain --------------------------------------------------- */
 
 static struct fi_ops_domain shm_domain_ops;
+static struct fi_ops_fabric shm_fabric_ops;
 
 static int shm_domain_open(struct fid_fabric *fabric, struct fi_info *info,
                            struct fid_domain **domain, void *context)
 {
-	struct lm_fabric *fab = lm_container_of(fabric, struct lm_fabric, fabric_fid);
 	struct lm_rdm_domain *dom;
 	int no_cma = 0;
 	int ret;
 
-	if (!info || !info->domain_attr)
+	if (info && info->domain_attr && info->domain_attr->name &&
+	    strcmp(info->domain_attr->name, "shm"))
 		return -FI_EINVAL;
-	if (info->domain_attr->name && strcmp(info->domain_attr->name, "shm"))
-		return -FI_EINVAL;
-	dom = calloc(1, sizeof(*dom));
-	if (!dom)
-		return -FI_ENOMEM;
-	ret = lm_rdm_domain_init(dom, fab, info, &shm_link_ops, NULL, context);
-	if (ret) {
-		free(dom);
+	ret = lm_rdm_domain_open(fabric, info, &shm_link_ops, NULL, &shm_domain_ops,
+	                         context, &dom);
+	if (ret)
 		return ret;
-	}
-	shm_domain_ops = lm_rdm_domain_ops;
-	dom->util.domain_fid.ops = &shm_domain_ops;
 	fi_param_get_bool(&shm_prov, "disable_cma", &no_cma);
 	shm_cma_set_disabled(no_cma != 0);
 	dom->no_bulk = no_cma != 0;
@@ -152,28 +145,12 @@ static int shm_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 	return 0;
 }
 
-static struct fi_ops_fabric shm_fabric_ops;
-
 static int shm_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
                            void *context)
 {
-	struct lm_fabric *fab;
-	int ret;
-
-	if (!attr || (attr->name && strcmp(attr->name, "shm")))
+	if (attr && attr->name && strcmp(attr->name, "shm"))
 		return -FI_EINVAL;
-	fab = calloc(1, sizeof(*fab));
-	if (!fab)
-		return -FI_ENOMEM;
-	shm_fabric_ops = lm_fabric_ops;
-	shm_fabric_ops.domain = shm_domain_open;
-	ret = lm_fabric_init(fab, &shm_prov, attr, &shm_fabric_ops, context);
-	if (ret) {
-		free(fab);
-		return ret;
-	}
-	*fabric = &fab->fabric_fid;
-	return 0;
+	return lm_fabric_open(&shm_prov, attr, &shm_fabric_ops, context, fabric);
 }
 
 struct fi_provider shm_prov = {
@@ -187,6 +164,9 @@ struct fi_provider shm_prov = {
 struct fi_provider *shm_prov_init(void)
 {
 	shm_log_prov = &shm_prov;
+	shm_domain_ops = lm_rdm_domain_ops;
+	shm_fabric_ops = lm_fabric_ops;
+	shm_fabric_ops.domain = shm_domain_open;
 	fi_param_define(&shm_prov, "disable_cma", FI_PARAM_BOOL,
 	                "Never use cross-memory attach (process_vm_readv) for large "
 	                "messages; copy them through shared bounce buffers instead "

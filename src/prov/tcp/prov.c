@@ -361,23 +361,12 @@ static int tcp_endpoint(struct fid_domain *domain, struct fi_info *info,
 static int tcp_domain_open(struct fid_fabric *fabric, struct fi_info *info,
                            struct fid_domain **domain, void *context)
 {
-	struct lm_fabric *fab = lm_container_of(fabric, struct lm_fabric, fabric_fid);
 	struct lm_rdm_domain *dom;
-	int ret;
+	int ret = lm_rdm_domain_open(fabric, info, &tcp_link_ops, &params,
+	                             &tcp_domain_ops, context, &dom);
 
-	if (!info || !info->domain_attr)
-		return -FI_EINVAL;
-	dom = calloc(1, sizeof(*dom));
-	if (!dom)
-		return -FI_ENOMEM;
-	ret = lm_rdm_domain_init(dom, fab, info, &tcp_link_ops, &params, context);
-	if (ret) {
-		free(dom);
+	if (ret)
 		return ret;
-	}
-	tcp_domain_ops = lm_rdm_domain_ops;
-	tcp_domain_ops.endpoint = tcp_endpoint;
-	dom->util.domain_fid.ops = &tcp_domain_ops;
 	dom->no_bulk = true;
 	*domain = &dom->util.domain_fid;
 	return 0;
@@ -388,24 +377,7 @@ static struct fi_ops_fabric tcp_fabric_ops;
 static int tcp_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
                            void *context)
 {
-	struct lm_fabric *fab;
-	int ret;
-
-	if (!attr)
-		return -FI_EINVAL;
-	fab = calloc(1, sizeof(*fab));
-	if (!fab)
-		return -FI_ENOMEM;
-	tcp_fabric_ops = lm_fabric_ops;
-	tcp_fabric_ops.domain = tcp_domain_open;
-	tcp_fabric_ops.passive_ep = tcp_passive_ep;
-	ret = lm_fabric_init(fab, &tcp_prov, attr, &tcp_fabric_ops, context);
-	if (ret) {
-		free(fab);
-		return ret;
-	}
-	*fabric = &fab->fabric_fid;
-	return 0;
+	return lm_fabric_open(&tcp_prov, attr, &tcp_fabric_ops, context, fabric);
 }
 
 struct fi_provider tcp_prov = {
@@ -421,6 +393,11 @@ struct fi_provider *tcp_prov_init(void)
 	int v;
 
 	tcp_log_prov = &tcp_prov;
+	tcp_domain_ops = lm_rdm_domain_ops;
+	tcp_domain_ops.endpoint = tcp_endpoint;
+	tcp_fabric_ops = lm_fabric_ops;
+	tcp_fabric_ops.domain = tcp_domain_open;
+	tcp_fabric_ops.passive_ep = tcp_passive_ep;
 	fi_param_define(&tcp_prov, "iface", FI_PARAM_STRING,
 	                "Only this network interface (default: every interface that "
 	                "is up, loopback last)");
