@@ -2,9 +2,11 @@
  * every one checked for content and counted: nothing lost, duplicated or
  * corrupted, within a bounded time; with CMA and with the fallback.
  *
- * Usage: shm_stress [TOTAL_MESSAGES [MAX_SIZE]], defaults 80000 and 256 KiB
- * (20,000 sent by each process: the shm/stress test).  shm/stress_1m runs
- * 1000000 4194304: 250,000 sent by each process, 1 B .. 4 MiB.
+ * Usage: shm_stress [TOTAL_MESSAGES [MAX_SIZE [PROCESSES]]], defaults 80000,
+ * 256 KiB and 4 (20,000 sent by each process: the shm/stress test).
+ * shm/stress_1m runs 1000000 4194304: 250,000 sent by each process,
+ * 1 B .. 4 MiB.  tcp/stress_1m runs 1000000 1048576 8 over the tcp provider
+ * (LOOM_TEST_PROV=tcp), where there is one half only: CMA is shm's.
  *
  * Sizes.  A message first draws a size class k, then a size uniformly in
  * the class: class 0 is 1 B, class k >= 1 is (2^(k-1), 2^k] bytes, the top
@@ -43,7 +45,7 @@
 #include "check.h"
 #include "shmtest.h"
 
-#define NPROC     4
+#define MAX_PROC  16
 #define DEF_TOTAL 80000        /* messages sent by all, default */
 #define DEF_MAXSZ (256 * 1024) /* largest message, default */
 #define FLAT_TOP  17           /* classes up to 2^17 B equally likely */
@@ -58,6 +60,7 @@ static size_t g_max = DEF_MAXSZ;
 static int g_top;             /* highest size class */
 static uint64_t g_weight[64]; /* class weights, cumulative */
 static bool g_cma;            /* this half has CMA enabled */
+static int g_nproc = 4;       /* processes */
 
 static uint64_t mix(uint64_t x)
 {
@@ -173,16 +176,16 @@ static size_t verify(const char *buf, size_t len, uint64_t seed, uint64_t *sum,
 
 static unsigned per_of(int rank)
 {
-	return g_total / NPROC + ((unsigned)rank < g_total % NPROC ? 1 : 0);
+	return g_total / g_nproc + ((unsigned)rank < g_total % g_nproc ? 1 : 0);
 }
 
 /* How many messages src sends to dst: round robin over the others. */
 static uint32_t count_to(int src, int dst)
 {
-	int k = (dst - src + NPROC) % NPROC - 1; /* dst's place among the others */
+	int k = (dst - src + g_nproc) % g_nproc - 1; /* dst's place among the others */
 	unsigned per = per_of(src);
 
-	return per / (NPROC - 1) + ((unsigned)k < per % (NPROC - 1) ? 1 : 0);
+	return per / (g_nproc - 1) + ((unsigned)k < per % (g_nproc - 1) ? 1 : 0);
 }
 
 struct slot {
@@ -213,6 +216,8 @@ static void push(struct slot **list, struct slot *s)
 
 static const char *half(void)
 {
+	if (strcmp(st_prov(), "shm"))
+		return st_prov();
 	return g_cma ? "CMA" : "no CMA";
 }
 
@@ -262,8 +267,8 @@ static int proc(int rank, int nprocs, void *arg)
 	unsigned nbig = g_max > SMALL_CAP ? BIG_TX / g_max : 0;
 	unsigned nrx = RX_MEM / g_max, per = per_of(rank);
 	struct slot *txs, *rxs, *free_small = NULL, *free_big = NULL, *pend = NULL;
-	uint8_t *seen[NPROC] = {0};
-	uint32_t next_seq[NPROC] = {0}, got_from[NPROC] = {0};
+	uint8_t *seen[MAX_PROC] = {0};
+	uint32_t next_seq[MAX_PROC] = {0}, got_from[MAX_PROC] = {0};
 	unsigned sent = 0, sent_done = 0, received = 0, expect = 0, dst_i = 0;
 	uint64_t end, t0, bytes_in = 0;
 	unsigned idle = 0;
@@ -279,13 +284,13 @@ static int proc(int rank, int nprocs, void *arg)
 	if (st_open(&E, &o))
 		return 2;
 	if (g_cma)
-		CHECK(cma_works((rank + 1) % NPROC));
+		CHECK(cma_works((rank + 1) % g_nproc));
 	txs = calloc(WINDOW + nbig, sizeof(*txs));
 	rxs = calloc(nrx, sizeof(*rxs));
 	CHECK(txs && rxs);
 	if (!txs || !rxs)
 		return 2;
-	for (int s = 0; s < NPROC; s++) {
+	for (int s = 0; s < g_nproc; s++) {
 		if (s != rank)
 			expect += count_to(s, rank);
 		seen[s] = calloc(per_of(s) + 1, 1);
@@ -322,7 +327,7 @@ static int proc(int rank, int nprocs, void *arg)
 			ssize_t r;
 
 			if (!s) {
-				int dst = (rank + 1 + (int)(dst_i % (NPROC - 1))) % NPROC;
+				int dst = (rank + 1 + (int)(dst_i % (g_nproc - 1))) % g_nproc;
 				uint64_t tag = tag_of(rank, next_seq[dst]);
 				size_t len = size_of(tag, dst);
 
@@ -379,7 +384,7 @@ static int proc(int rank, int nprocs, void *arg)
 
 			busy = true;
 			received++;
-			if (from < 0 || from >= NPROC || from == rank ||
+			if (from < 0 || from >= g_nproc || from == rank ||
 			    seq >= count_to(from, rank) || src[k] != E.addr[from]) {
 				fprintf(stderr,
 				        "rank %d (%s): tag %#llx from fi_addr %llu, "
@@ -450,7 +455,7 @@ static int proc(int rank, int nprocs, void *arg)
 				        "rank %d: send %d:%u to %d (%zu bytes) "
 				        "not completed\n",
 				        rank, rank, txs[i].seq, txs[i].peer, txs[i].len);
-		for (int f = 0; f < NPROC; f++) {
+		for (int f = 0; f < g_nproc; f++) {
 			unsigned shown = 0;
 
 			if (f == rank)
@@ -467,7 +472,7 @@ static int proc(int rank, int nprocs, void *arg)
 	}
 	CHECK_INT(sent_done, per);
 	CHECK_INT(received, expect);
-	for (int s = 0; s < NPROC; s++)
+	for (int s = 0; s < g_nproc; s++)
 		if (s != rank)
 			CHECK_INT(got_from[s], count_to(s, rank));
 	fprintf(stderr, "rank %d (%s): %u sent, %u received (%.2f GB) in %.2f s\n", rank,
@@ -481,7 +486,7 @@ static int proc(int rank, int nprocs, void *arg)
 		free(rxs[i].buf);
 	free(txs);
 	free(rxs);
-	for (int s = 0; s < NPROC; s++)
+	for (int s = 0; s < g_nproc; s++)
 		free(seen[s]);
 	return check_done();
 }
@@ -491,14 +496,24 @@ int main(int argc, char **argv)
 	int tmo = 200, bad;
 	char *e;
 
-	if (argc > 3) {
-		fprintf(stderr, "usage: %s [TOTAL_MESSAGES [MAX_SIZE]]\n", argv[0]);
+	if (argc > 4) {
+		fprintf(stderr, "usage: %s [TOTAL_MESSAGES [MAX_SIZE [PROCESSES]]]\n",
+		        argv[0]);
 		return 2;
+	}
+	if (argc > 3) {
+		long v = strtol(argv[3], &e, 0);
+
+		if (*e || v < 2 || v > MAX_PROC) {
+			fprintf(stderr, "bad PROCESSES %s\n", argv[3]);
+			return 2;
+		}
+		g_nproc = (int)v;
 	}
 	if (argc > 1) {
 		unsigned long v = strtoul(argv[1], &e, 0);
 
-		if (*e || v < NPROC * (NPROC - 1) || v > 100000000) {
+		if (*e || v < (unsigned long)(g_nproc * (g_nproc - 1)) || v > 100000000) {
 			fprintf(stderr, "bad TOTAL_MESSAGES %s\n", argv[1]);
 			return 2;
 		}
@@ -516,11 +531,15 @@ int main(int argc, char **argv)
 	classes_init();
 	if (g_total > DEF_TOTAL || g_max > DEF_MAXSZ)
 		tmo = 290; /* two halves within meson's 600 s */
-	fprintf(stderr, "%u messages, 1 B .. %zu B\n", g_total, g_max);
+	fprintf(stderr, "%u messages, 1 B .. %zu B, %d processes\n", g_total, g_max, g_nproc);
+	if (strcmp(st_prov(), "shm")) {
+		tmo = 580;
+		return st_run("stress", g_nproc, tmo, proc, NULL, 0);
+	}
 	g_cma = true;
-	bad = st_run("stress (CMA)", NPROC, tmo, proc, NULL, 0);
+	bad = st_run("stress (CMA)", g_nproc, tmo, proc, NULL, 0);
 	setenv("FI_SHM_DISABLE_CMA", "1", 1);
 	g_cma = false;
-	bad |= st_run("stress (no CMA)", NPROC, tmo, proc, NULL, 0);
+	bad |= st_run("stress (no CMA)", g_nproc, tmo, proc, NULL, 0);
 	return bad;
 }
