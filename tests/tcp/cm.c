@@ -316,6 +316,27 @@ static void check_same_addr(const struct sockaddr_in *got, const struct sockaddr
 }
 
 /* Passive endpoint listening on 127.0.0.1, its EQ empty; *addr its name. */
+/* FI_OPT_CM_DATA_SIZE, read only, on passive and active endpoints: room
+ * for the connection data these tests send; other options still reach the
+ * endpoint (active) or are refused (passive). */
+static void check_cm_opts(fid_t fid, bool active)
+{
+	size_t v = 0, len = sizeof(v), small = 1;
+
+	CHECK_INT(fi_getopt(fid, FI_OPT_ENDPOINT, FI_OPT_CM_DATA_SIZE, &v, &len), 0);
+	CHECK_INT(len, sizeof(size_t));
+	CHECK_INT(v, 256);
+	CHECK_INT(fi_getopt(fid, FI_OPT_ENDPOINT, FI_OPT_CM_DATA_SIZE, &v, &small),
+	          -FI_EINVAL);
+	CHECK_INT(fi_setopt(fid, FI_OPT_ENDPOINT, FI_OPT_CM_DATA_SIZE, &v, sizeof(v)),
+	          -FI_EINVAL);
+	len = sizeof(v);
+	CHECK_INT(fi_getopt(fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &v, &len),
+	          active ? 0 : -FI_ENOPROTOOPT);
+	CHECK_INT(fi_getopt(fid, FI_OPT_ENDPOINT + 7, FI_OPT_CM_DATA_SIZE, &v, &len),
+	          -FI_ENOPROTOOPT);
+}
+
 static int listen_on(struct side *s, struct fid_pep **pep, void *ctx,
                      struct sockaddr_in *addr)
 {
@@ -327,6 +348,7 @@ static int listen_on(struct side *s, struct fid_pep **pep, void *ctx,
 	CHECK_INT((*pep)->fid.fclass, FI_CLASS_PEP);
 	CHECK((*pep)->fid.context == ctx);
 	OK(fi_pep_bind(*pep, &s->eq->fid, 0));
+	check_cm_opts(&(*pep)->fid, false);
 	OK(fi_listen(*pep));
 	OK(get_addr(getname_fn, *pep, "fi_getname(pep)", addr));
 	/* Nobody knows the address yet: nothing to read, asleep or not. */
@@ -629,6 +651,7 @@ static int client(void)
 	CHECK(s.info->dest_addr && same_addr(s.info->dest_addr, &srv));
 	OK(open_side(&s, false));
 	OK(open_ep(&s, s.info, &ep, &ep_ctx));
+	check_cm_opts(&ep->fid, true);
 	/* Receives before the connection exists. */
 	OK(fi_recv(ep, rbig, BIG, NULL, 0, &rb));
 	OK(fi_recv(ep, rsmall, SMALL, NULL, 0, &rs));

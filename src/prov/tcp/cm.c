@@ -368,6 +368,48 @@ static struct fi_ops_cm pep_cm_ops = {
     .reject = pep_reject,
 };
 
+/* FI_OPT_CM_DATA_SIZE (read only): the connection data a request, accept
+ * or reject carries, passive and active endpoints alike.  -FI_ENOPROTOOPT
+ * for any other option, for the engine to answer on active endpoints. */
+static int cm_getopt(int level, int optname, void *optval, size_t *optlen)
+{
+	if (level != FI_OPT_ENDPOINT || optname != FI_OPT_CM_DATA_SIZE)
+		return -FI_ENOPROTOOPT;
+	if (!optval || !optlen || *optlen < sizeof(size_t))
+		return -FI_EINVAL;
+	*(size_t *)optval = TCP_CM_DATA_MAX;
+	*optlen = sizeof(size_t);
+	return 0;
+}
+
+static int pep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
+{
+	(void)fid;
+	return cm_getopt(level, optname, optval, optlen);
+}
+
+static int cm_setopt(fid_t fid, int level, int optname, const void *optval,
+                      size_t optlen)
+{
+	(void)fid, (void)optval, (void)optlen;
+	if (level == FI_OPT_ENDPOINT && optname == FI_OPT_CM_DATA_SIZE)
+		return -FI_EINVAL; /* read only */
+	return -FI_ENOPROTOOPT;
+}
+
+static ssize_t pep_cancel(fid_t fid, void *context)
+{
+	(void)fid, (void)context;
+	return -FI_ENOSYS;
+}
+
+static const struct fi_ops_ep pep_ep_ops = {
+    .size = sizeof(struct fi_ops_ep),
+    .cancel = pep_cancel,
+    .getopt = pep_getopt,
+    .setopt = cm_setopt,
+};
+
 int tcp_passive_ep(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep **out,
                    void *context)
 {
@@ -406,6 +448,7 @@ int tcp_passive_ep(struct fid_fabric *fabric, struct fi_info *info, struct fid_p
 	p->pep_fid.fid.context = context;
 	p->pep_fid.fid.ops = (struct fi_ops *)&pep_fid_ops;
 	p->pep_fid.cm = &pep_cm_ops;
+	p->pep_fid.ops = (struct fi_ops_ep *)&pep_ep_ops;
 	*out = &p->pep_fid;
 	return 0;
 err:
@@ -445,6 +488,8 @@ struct tcp_msg {
 
 static const struct fi_ops *engine_fid_ops;
 static const struct fi_ops_cm *engine_cm_ops;
+static const struct fi_ops_ep *engine_ep_ops;
+static struct fi_ops_ep msg_ep_ops;
 static struct fi_ops_cm msg_cm_ops;
 static struct fi_ops msg_fid_ops;
 static pthread_once_t msg_ops_once = PTHREAD_ONCE_INIT;
@@ -743,6 +788,23 @@ static int msg_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 }
 
 /* The engine's tables, with connection management and the EQ added. */
+static int msg_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
+{
+	int ret = cm_getopt(level, optname, optval, optlen);
+
+	return ret == -FI_ENOPROTOOPT ? engine_ep_ops->getopt(fid, level, optname, optval, optlen)
+	                              : ret;
+}
+
+static int msg_setopt(fid_t fid, int level, int optname, const void *optval,
+                      size_t optlen)
+{
+	int ret = cm_setopt(fid, level, optname, optval, optlen);
+
+	return ret == -FI_ENOPROTOOPT ? engine_ep_ops->setopt(fid, level, optname, optval, optlen)
+	                              : ret;
+}
+
 static void msg_ops_init(void)
 {
 	engine_fid_ops = msg_ops_from->fid.ops;
@@ -750,6 +812,10 @@ static void msg_ops_init(void)
 	msg_fid_ops = *engine_fid_ops;
 	msg_fid_ops.close = msg_close;
 	msg_fid_ops.bind = msg_bind;
+	engine_ep_ops = msg_ops_from->ops;
+	msg_ep_ops = *engine_ep_ops;
+	msg_ep_ops.getopt = msg_getopt;
+	msg_ep_ops.setopt = msg_setopt;
 	msg_cm_ops = *engine_cm_ops;
 	msg_cm_ops.connect = msg_connect;
 	msg_cm_ops.accept = msg_accept;
@@ -793,6 +859,7 @@ int tcp_msg_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid
 	pthread_once(&msg_ops_once, msg_ops_init);
 	fid->fid.ops = &msg_fid_ops;
 	fid->cm = &msg_cm_ops;
+	fid->ops = &msg_ep_ops;
 	*out = fid;
 	return 0;
 }
