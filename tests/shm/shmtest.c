@@ -288,7 +288,9 @@ int st_open_local(struct st_ep *e, const struct st_opts *o)
 	hints->rx_attr->total_buffered_recv = o->unexp_max;
 	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED;
 	hints->domain_attr->threading = o->threading;
-	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &e->info);
+	/* LOOM_TEST_NODE: the source address to use (e.g. ::1 for IPv6). */
+	ret = fi_getinfo(FI_VERSION(1, 17), getenv("LOOM_TEST_NODE"), NULL,
+	                 getenv("LOOM_TEST_NODE") ? FI_SOURCE : 0, hints, &e->info);
 	fi_freeinfo(hints);
 	TRY(ret);
 	if (strcmp(e->info->fabric_attr->prov_name, st_prov())) {
@@ -334,6 +336,15 @@ int st_open_local(struct st_ep *e, const struct st_opts *o)
 	TRY(fi_enable(e->ep));
 	len = sizeof(e->name);
 	TRY(fi_getname(&e->ep->fid, e->name, &len));
+	/* LOOM_TEST_NAME_PREFIX: proof the endpoint has the kind of address
+	 * asked for (e.g. fi_sockaddr_in6://). */
+	if (getenv("LOOM_TEST_NAME_PREFIX") &&
+	    strncmp(e->name, getenv("LOOM_TEST_NAME_PREFIX"),
+	            strlen(getenv("LOOM_TEST_NAME_PREFIX")))) {
+		fprintf(stderr, "rank %d: endpoint name %s, not %s...\n", e->rank, e->name,
+		        getenv("LOOM_TEST_NAME_PREFIX"));
+		return -FI_EADDRNOTAVAIL;
+	}
 	for (int i = 0; i < ST_MAX_PROCS; i++)
 		e->addr[i] = FI_ADDR_NOTAVAIL;
 	return 0;

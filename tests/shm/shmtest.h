@@ -78,7 +78,10 @@ int st_allgather(const void *mine, size_t len, void *all);
 int st_barrier(void);
 
 /* The provider under test: $LOOM_TEST_PROV, default "shm" (the same
- * tests run over tcp with FI_TCP_IFACE=lo). */
+ * tests run over tcp with FI_TCP_IFACE=lo).  st_open passes
+ * $LOOM_TEST_NODE, if set, to fi_getinfo as the source address (::1: the
+ * tcp tests over IPv6), and fails unless the endpoint's name starts with
+ * $LOOM_TEST_NAME_PREFIX, if set. */
 const char *st_prov(void);
 
 /* Open everything, exchange names with the group (collective) and insert

@@ -75,9 +75,9 @@ static const struct tcp_cm_msg *cm_hdr(const struct cm_in *in)
 /* The address as the info's format gives it, into buf of *len bytes
  * (NULL: none): as much as fits, *len set to the whole length, and
  * -FI_ETOOSMALL when that did not fit (man fi_cm). */
-static int addr_out(uint32_t fmt, const struct sockaddr_in *a, void *buf, size_t *len)
+static int addr_out(uint32_t fmt, const union tcp_addr *a, void *buf, size_t *len)
 {
-	char text[64];
+	char text[80];
 	size_t need = sizeof(text), room = buf ? *len : 0;
 	const void *src = text;
 
@@ -86,7 +86,7 @@ static int addr_out(uint32_t fmt, const struct sockaddr_in *a, void *buf, size_t
 			return -FI_EINVAL;
 	} else {
 		src = a;
-		need = sizeof(*a);
+		need = tcp_addr_len(a->sa.sa_family);
 	}
 	if (room)
 		memcpy(buf, src, LM_MIN(room, need));
@@ -94,17 +94,19 @@ static int addr_out(uint32_t fmt, const struct sockaddr_in *a, void *buf, size_t
 	return room < need ? -FI_ETOOSMALL : 0;
 }
 
-static int addr_in(uint32_t fmt, const void *addr, size_t len, struct sockaddr_in *out)
+/* An address in the info's format, of the family the format names
+ * (FI_SOCKADDR_IN, FI_SOCKADDR_IN6) or either. */
+static int addr_in(uint32_t fmt, const void *addr, size_t len, union tcp_addr *out)
 {
+	int family = fmt == FI_SOCKADDR_IN    ? AF_INET
+	             : fmt == FI_SOCKADDR_IN6 ? AF_INET6
+	                                      : AF_UNSPEC;
+
 	if (!addr)
 		return -FI_EINVAL;
 	if (fmt == FI_ADDR_STR)
-		return tcp_addr_from_str(addr, NULL, out);
-	if (len < sizeof(*out) || ((const struct sockaddr *)addr)->sa_family != AF_INET)
-		return -FI_EINVAL;
-	memcpy(out, addr, sizeof(*out));
-	memset(out->sin_zero, 0, sizeof(out->sin_zero));
-	return 0;
+		return tcp_addr_parse(addr, NULL, family, out);
+	return tcp_addr_load(out, addr, len, family);
 }
 
 /* ---- passive endpoints ---------------------------------------------------- */
@@ -118,7 +120,7 @@ struct tcp_connreq {
 	struct lm_list node;
 	struct tcp_pep *pep;
 	int fd;
-	struct sockaddr_in peer;
+	union tcp_addr peer;
 	struct cm_in in;
 };
 
@@ -127,7 +129,7 @@ struct tcp_pep {
 	struct lm_fabric *fab;
 	struct fi_info *info;
 	int lfd, epfd;
-	struct sockaddr_in addr;
+	union tcp_addr addr;
 	struct lm_eq *eq;
 	struct lm_progress prog;
 	struct lm_list pending; /* tcp_connreq still being read */
@@ -167,7 +169,7 @@ static void connreq_post(struct tcp_pep *p, struct tcp_connreq *r)
 	unsigned char ev[sizeof(struct fi_eq_cm_entry) + TCP_CM_DATA_MAX];
 	struct fi_eq_cm_entry *e = (struct fi_eq_cm_entry *)ev;
 	struct fi_info *info = fi_dupinfo(p->info);
-	char text[64];
+	char text[80];
 	size_t len = sizeof(text);
 
 	if (!info || m->kind != TCP_CM_REQ) {
@@ -220,7 +222,6 @@ static void pep_progress(struct lm_progress *prog)
 
 			while ((fd = accept4(p->lfd, NULL, NULL,
 			                     SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
-				socklen_t alen = sizeof(struct sockaddr_in);
 				struct epoll_event e = {.events = EPOLLIN};
 
 				r = calloc(1, sizeof(*r));
@@ -232,8 +233,7 @@ static void pep_progress(struct lm_progress *prog)
 				r->fid.ops = (struct fi_ops *)&connreq_ops;
 				r->pep = p;
 				r->fd = fd;
-				getpeername(fd, (struct sockaddr *)&r->peer, &alen);
-				memset(r->peer.sin_zero, 0, sizeof(r->peer.sin_zero));
+				tcp_addr_of_fd(fd, true, &r->peer);
 				e.data.ptr = r;
 				lm_list_push_back(&p->pending, &r->node);
 				if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, fd, &e)) {
@@ -315,16 +315,16 @@ static int pep_getname(fid_t fid, void *addr, size_t *addrlen)
 static int pep_setname(fid_t fid, void *addr, size_t addrlen)
 {
 	struct tcp_pep *p = lm_container_of(fid, struct tcp_pep, pep_fid.fid);
-	struct sockaddr_in a;
-	socklen_t alen = sizeof(a);
+	union tcp_addr a;
 
 	if (p->listening)
 		return -FI_EOPBADSTATE;
-	if (addr_in(p->info->addr_format, addr, addrlen, &a))
+	if (addr_in(p->info->addr_format, addr, addrlen, &a) ||
+	    a.sa.sa_family != p->addr.sa.sa_family)
 		return -FI_EINVAL;
-	if (bind(p->lfd, (struct sockaddr *)&a, sizeof(a)))
+	if (bind(p->lfd, &a.sa, tcp_addr_len(a.sa.sa_family)))
 		return errno == EADDRINUSE ? -FI_EADDRINUSE : -FI_EADDRNOTAVAIL;
-	getsockname(p->lfd, (struct sockaddr *)&p->addr, &alen);
+	tcp_addr_of_fd(p->lfd, false, &p->addr);
 	return 0;
 }
 
@@ -415,12 +415,13 @@ int tcp_passive_ep(struct fid_fabric *fabric, struct fi_info *info, struct fid_p
 {
 	struct lm_fabric *fab = lm_container_of(fabric, struct lm_fabric, fabric_fid);
 	struct tcp_pep *p;
-	struct sockaddr_in a = {.sin_family = AF_INET};
-	socklen_t alen = sizeof(a);
+	union tcp_addr a = {.sa.sa_family = AF_INET};
 	int one = 1, ret;
 
 	if (!info || !out || !info->ep_attr || info->ep_attr->type != FI_EP_MSG)
 		return -FI_EINVAL;
+	if (info->addr_format == FI_SOCKADDR_IN6)
+		a.sa.sa_family = AF_INET6;
 	if (info->src_addr &&
 	    addr_in(info->addr_format, info->src_addr, info->src_addrlen, &a))
 		return -FI_EINVAL;
@@ -428,19 +429,20 @@ int tcp_passive_ep(struct fid_fabric *fabric, struct fi_info *info, struct fid_p
 	if (!p)
 		return -FI_ENOMEM;
 	p->info = fi_dupinfo(info);
-	p->lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	p->lfd = socket(a.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	p->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (!p->info || p->lfd < 0 || p->epfd < 0) {
 		ret = p->info ? -FI_EMFILE : -FI_ENOMEM;
 		goto err;
 	}
 	setsockopt(p->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(p->lfd, (struct sockaddr *)&a, sizeof(a))) {
+	if (a.sa.sa_family == AF_INET6)
+		setsockopt(p->lfd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(p->lfd, &a.sa, tcp_addr_len(a.sa.sa_family))) {
 		ret = errno == EADDRINUSE ? -FI_EADDRINUSE : -FI_EADDRNOTAVAIL;
 		goto err;
 	}
-	getsockname(p->lfd, (struct sockaddr *)&p->addr, &alen);
-	memset(p->addr.sin_zero, 0, sizeof(p->addr.sin_zero));
+	tcp_addr_of_fd(p->lfd, false, &p->addr);
 	p->fab = fab;
 	lm_list_init(&p->pending);
 	lm_lock_init(&p->lock, true);
@@ -478,7 +480,7 @@ struct tcp_msg {
 	int epfd; /* the hook's fd: the connecting socket, then the link's */
 	enum msg_state state;
 	int fd; /* while connecting */
-	struct sockaddr_in peer;
+	union tcp_addr peer;
 	unsigned char param[TCP_CM_DATA_MAX];
 	size_t param_len;
 	struct cm_in in;
@@ -646,8 +648,10 @@ static int msg_connect(struct fid_ep *fid, const void *addr, const void *param,
 		return -FI_EINVAL;
 	if (!addr)
 		addr = info->dest_addr;
+	/* Of the domain's family: the link's addresses are all one size. */
 	if (addr_in(info->addr_format, addr,
-	            info->dest_addrlen ? info->dest_addrlen : sizeof(m->peer), &m->peer))
+	            info->dest_addrlen ? info->dest_addrlen : sizeof(m->peer), &m->peer) ||
+	    tcp_addr_len(m->peer.sa.sa_family) != m->ep->dom->link_ops->addrlen)
 		return -FI_EINVAL;
 	if (!m->eq)
 		return -FI_ENOEQ;
@@ -659,7 +663,7 @@ static int msg_connect(struct fid_ep *fid, const void *addr, const void *param,
 		lm_lock_release(&m->lock);
 		return -FI_EOPBADSTATE;
 	}
-	m->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	m->fd = socket(m->peer.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (m->fd < 0) {
 		lm_lock_release(&m->lock);
 		return -FI_EMFILE;
@@ -669,7 +673,7 @@ static int msg_connect(struct fid_ep *fid, const void *addr, const void *param,
 	m->param_len = paramlen;
 	m->start_ms = lm_now_ms();
 	m->in.got = 0;
-	if (connect(m->fd, (struct sockaddr *)&m->peer, sizeof(m->peer)) &&
+	if (connect(m->fd, &m->peer.sa, tcp_addr_len(m->peer.sa.sa_family)) &&
 	    errno != EINPROGRESS) {
 		close(m->fd);
 		m->fd = -1;

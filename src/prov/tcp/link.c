@@ -60,7 +60,7 @@ struct tcp_conn {
 struct lm_link_peer {
 	struct lm_hnode hnode; /* link->peers, by address */
 	struct lm_list node;   /* link->peer_list */
-	struct sockaddr_in addr;
+	union tcp_addr addr;
 	struct tcp_conn *conn; /* the one carrying data (or becoming it) */
 	uint64_t instance;     /* the remote endpoint's, once known */
 	bool broken;           /* connection lost or refused: peer_alive false */
@@ -78,7 +78,8 @@ struct tcp_link {
 	struct lm_link link;
 	const struct tcp_params *params;
 	int epfd, lfd;
-	struct sockaddr_in self;
+	int family; /* AF_INET or AF_INET6: every address of the link's */
+	union tcp_addr self;
 	uint64_t instance;
 	size_t hdr_size;
 	lm_link_recv_fn recv;
@@ -132,21 +133,17 @@ int tcp_hello_check(const struct tcp_hello *h, uint32_t want_kind)
 		return -FI_ENOPROTOOPT;
 	if (h->kind != want_kind)
 		return -FI_EINVAL;
-	if (h->kind != TCP_HELLO_NACK && h->addrlen != sizeof(struct sockaddr_in))
+	if (h->kind != TCP_HELLO_NACK && h->addrlen != sizeof(struct sockaddr_in) &&
+	    h->addrlen != sizeof(struct sockaddr_in6))
 		return -FI_EINVAL;
 	return 0;
 }
 
 /* ---- helpers --------------------------------------------------------------- */
 
-static uint64_t addr_hash(const struct sockaddr_in *a)
+static uint64_t addr_hash(const union tcp_addr *a)
 {
 	return lm_hash_bytes(a, sizeof(*a));
-}
-
-static void norm(struct sockaddr_in *a)
-{
-	memset(a->sin_zero, 0, sizeof(a->sin_zero));
 }
 
 static void ev_set(struct tcp_link *l, struct tcp_conn *c, bool out)
@@ -240,7 +237,7 @@ static void conns_reap(struct tcp_link *l)
 	}
 }
 
-static struct lm_link_peer *peer_find(struct tcp_link *l, const struct sockaddr_in *a)
+static struct lm_link_peer *peer_find(struct tcp_link *l, const union tcp_addr *a)
 {
 	struct lm_hnode *n = lm_hmap_find(&l->peers, addr_hash(a));
 
@@ -253,7 +250,8 @@ static struct lm_link_peer *peer_find(struct tcp_link *l, const struct sockaddr_
 	return NULL;
 }
 
-static struct lm_link_peer *peer_get(struct tcp_link *l, const struct sockaddr_in *a)
+/* a is normalized (tcp_addr_load). */
+static struct lm_link_peer *peer_get(struct tcp_link *l, const union tcp_addr *a)
 {
 	struct lm_link_peer *p = peer_find(l, a);
 
@@ -263,7 +261,6 @@ static struct lm_link_peer *peer_get(struct tcp_link *l, const struct sockaddr_i
 	if (!p)
 		return NULL;
 	p->addr = *a;
-	norm(&p->addr);
 	p->self = !memcmp(&p->addr, &l->self, sizeof(p->addr));
 	lm_hmap_insert(&l->peers, &p->hnode, addr_hash(&p->addr));
 	lm_list_push_back(&l->peer_list, &p->node);
@@ -279,8 +276,8 @@ static void hello_fill(struct tcp_link *l, struct tcp_hello *h, uint32_t kind,
 	h->kind = kind;
 	h->instance = l->instance;
 	h->status = status;
-	h->addrlen = sizeof(l->self);
-	memcpy(h->addr, &l->self, sizeof(l->self));
+	h->addrlen = tcp_addr_len(l->family);
+	memcpy(h->addr, &l->self, h->addrlen);
 }
 
 /* A handshake message is small: the socket of a fresh connection takes it
@@ -362,12 +359,12 @@ static int out_flush(struct tcp_link *l, struct tcp_conn *c)
 
 static int conn_start(struct tcp_link *l, struct lm_link_peer *p)
 {
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int fd = socket(l->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	struct tcp_conn *c;
 
 	if (fd < 0)
 		return -FI_EMFILE;
-	if (connect(fd, (const struct sockaddr *)&p->addr, sizeof(p->addr)) &&
+	if (connect(fd, &p->addr.sa, tcp_addr_len(l->family)) &&
 	    errno != EINPROGRESS) {
 		LM_INFO(tcp_log_prov, FI_LOG_EP_CTRL, "connect: %s\n", strerror(errno));
 		close(fd);
@@ -402,7 +399,7 @@ static void on_connected(struct tcp_link *l, struct tcp_conn *c)
 }
 
 /* Does the connection opened by a win over one opened by b? */
-static bool opener_wins(const struct sockaddr_in *a, const struct sockaddr_in *b)
+static bool opener_wins(const union tcp_addr *a, const union tcp_addr *b)
 {
 	return memcmp(a, b, sizeof(*a)) < 0;
 }
@@ -410,10 +407,13 @@ static bool opener_wins(const struct sockaddr_in *a, const struct sockaddr_in *b
 /* A HELLO arrived on an accepted connection. */
 static void on_hello(struct tcp_link *l, struct tcp_conn *c, const struct tcp_hello *h)
 {
-	struct sockaddr_in from;
+	union tcp_addr from;
 	struct lm_link_peer *p;
 	int ret = tcp_hello_check(h, TCP_HELLO_RDM);
 
+	/* The peer's listening address, of our family. */
+	if (!ret && tcp_addr_load(&from, h->addr, h->addrlen, l->family))
+		ret = -FI_EINVAL;
 	if (ret) {
 		LM_WARN(tcp_log_prov, FI_LOG_EP_CTRL,
 		        "refusing a connection: %s (magic 0x%llx, version %u, kind %u)\n",
@@ -426,8 +426,6 @@ static void on_hello(struct tcp_link *l, struct tcp_conn *c, const struct tcp_he
 		conn_close(l, c, false);
 		return;
 	}
-	memcpy(&from, h->addr, sizeof(from));
-	norm(&from);
 	if (!memcmp(&from, &l->self, sizeof(from))) {
 		/* Our own address: we never connect to ourselves (those
 		 * packets loop back in-process), so this is not us. */
@@ -828,23 +826,22 @@ static ssize_t tcp_link_send(struct lm_link *link, struct lm_link_peer *p,
 	return 0;
 }
 
-static int tcp_link_open(void *ctx, const struct lm_link_attr *attr, const void *name,
-                         struct lm_link **out)
+static int link_open(int family, void *ctx, const struct lm_link_attr *attr,
+                     const void *name, struct lm_link **out)
 {
 	const struct tcp_params *params = ctx;
 	struct tcp_link *l;
-	struct sockaddr_in a = {.sin_family = AF_INET};
-	socklen_t alen = sizeof(a);
+	union tcp_addr a = {.sa.sa_family = (sa_family_t)family};
 	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
 	int one = 1, ret = -FI_EADDRNOTAVAIL;
 
-	if (name)
-		memcpy(&a, name, sizeof(a));
-	if (a.sin_family != AF_INET || attr->hdr_size > TCP_HDR_MAX)
+	if ((name && tcp_addr_load(&a, name, tcp_addr_len(family), family)) ||
+	    attr->hdr_size > TCP_HDR_MAX)
 		return -FI_EINVAL;
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return -FI_ENOMEM;
+	l->family = family;
 	l->params = params;
 	l->lfd = -1;
 	l->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -855,17 +852,20 @@ static int tcp_link_open(void *ctx, const struct lm_link_attr *attr, const void 
 	if (attr->connected) {
 		/* Named by its connection, once connection management made it. */
 		l->connected = true;
-		a.sin_port = 0;
+		a.in.sin_port = 0; /* same place in both families */
 		goto common;
 	}
-	l->lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	l->lfd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (l->lfd < 0) {
 		ret = -FI_EMFILE;
 		goto err;
 	}
 	setsockopt(l->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (a.sin_port || !params->port_low) {
-		if (bind(l->lfd, (struct sockaddr *)&a, sizeof(a))) {
+	/* An IPv6 listener takes IPv6 only: IPv4 peers are another link's. */
+	if (family == AF_INET6)
+		setsockopt(l->lfd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (a.in.sin_port || !params->port_low) {
+		if (bind(l->lfd, &a.sa, tcp_addr_len(family))) {
 			ret = errno == EADDRINUSE ? -FI_EADDRINUSE : -FI_EADDRNOTAVAIL;
 			goto err;
 		}
@@ -873,8 +873,8 @@ static int tcp_link_open(void *ctx, const struct lm_link_attr *attr, const void 
 		int port;
 
 		for (port = params->port_low; port <= params->port_high; port++) {
-			a.sin_port = htons((uint16_t)port);
-			if (!bind(l->lfd, (struct sockaddr *)&a, sizeof(a)))
+			a.in.sin_port = htons((uint16_t)port);
+			if (!bind(l->lfd, &a.sa, tcp_addr_len(family)))
 				break;
 		}
 		if (port > params->port_high) {
@@ -882,7 +882,7 @@ static int tcp_link_open(void *ctx, const struct lm_link_attr *attr, const void 
 			goto err;
 		}
 	}
-	if (listen(l->lfd, 512) || getsockname(l->lfd, (struct sockaddr *)&a, &alen) ||
+	if (listen(l->lfd, 512) || tcp_addr_of_fd(l->lfd, false, &a) ||
 	    epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->lfd, &ev)) {
 		ret = -FI_EIO;
 		goto err;
@@ -895,7 +895,6 @@ common:
 		ret = -FI_EMFILE;
 		goto err;
 	}
-	norm(&a);
 	l->self = a;
 	if (getrandom(&l->instance, sizeof(l->instance), 0) != sizeof(l->instance) ||
 	    !l->instance)
@@ -910,7 +909,7 @@ common:
 	lm_list_init(&l->loop);
 	lm_list_init(&l->peer_list);
 	lm_hmap_init(&l->peers, 64);
-	l->link.ops = &tcp_link_ops;
+	l->link.ops = family == AF_INET6 ? &tcp6_link_ops : &tcp_link_ops;
 	l->link.fd = l->epfd;
 	l->link.max_payload = TCP_MAX_PAYLOAD;
 	l->link.inline_max = 256;
@@ -960,12 +959,10 @@ static int tcp_link_peer_open(struct lm_link *link, const void *addr,
                               struct lm_link_peer **peer)
 {
 	struct tcp_link *l = lm_container_of(link, struct tcp_link, link);
-	struct sockaddr_in a;
+	union tcp_addr a;
 
-	memcpy(&a, addr, sizeof(a));
-	if (a.sin_family != AF_INET)
+	if (tcp_addr_load(&a, addr, tcp_addr_len(l->family), l->family))
 		return -FI_EINVAL;
-	norm(&a);
 	*peer = peer_get(l, &a);
 	return *peer ? 0 : -FI_ENOMEM;
 }
@@ -1006,11 +1003,10 @@ static void tcp_link_peer_reset(struct lm_link *link, struct lm_link_peer *p)
 		p->broken = false; /* the next send connects again */
 }
 
-int tcp_link_adopt(struct lm_link *link, int fd, const struct sockaddr_in *peer)
+int tcp_link_adopt(struct lm_link *link, int fd, const union tcp_addr *peer)
 {
 	struct tcp_link *l = lm_container_of(link, struct tcp_link, link);
-	struct sockaddr_in a;
-	socklen_t alen = sizeof(a);
+	union tcp_addr a;
 	struct lm_link_peer *p;
 	struct tcp_conn *c;
 	int fl = fcntl(fd, F_GETFL);
@@ -1019,10 +1015,10 @@ int tcp_link_adopt(struct lm_link *link, int fd, const struct sockaddr_in *peer)
 		return -FI_EOPBADSTATE;
 	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK))
 		return -FI_EIO;
-	if (!getsockname(fd, (struct sockaddr *)&a, &alen)) {
-		norm(&a);
+	if (peer->sa.sa_family != l->family)
+		return -FI_EINVAL;
+	if (!tcp_addr_of_fd(fd, false, &a))
 		l->self = a;
-	}
 	p = peer_get(l, peer);
 	if (!p)
 		return -FI_ENOMEM;
@@ -1057,20 +1053,37 @@ void tcp_link_shutdown(struct lm_link *link)
 	conns_reap(l);
 }
 
+static int tcp4_link_open(void *ctx, const struct lm_link_attr *attr, const void *name,
+                          struct lm_link **out)
+{
+	return link_open(AF_INET, ctx, attr, name, out);
+}
+
+static int tcp6_link_open(void *ctx, const struct lm_link_attr *attr, const void *name,
+                          struct lm_link **out)
+{
+	return link_open(AF_INET6, ctx, attr, name, out);
+}
+
+#define TCP_LINK_OPS                                                                     \
+	.name = "tcp", .addr_to_str = tcp_addr_to_str, .close = tcp_link_close,          \
+	.peer_open = tcp_link_peer_open, .peer_close = tcp_link_peer_close,              \
+	.send = tcp_link_send, .poll = tcp_link_poll, .arm = tcp_link_arm,               \
+	.disarm = tcp_link_disarm, .peer_alive = tcp_link_peer_alive,                    \
+	.peer_reset = tcp_link_peer_reset
+
 const struct lm_link_ops tcp_link_ops = {
-    .name = "tcp",
+    TCP_LINK_OPS,
     .addrlen = sizeof(struct sockaddr_in),
     .addr_from_str = tcp_addr_from_str,
     .addr_prefix = "fi_sockaddr_in://",
-    .addr_to_str = tcp_addr_to_str,
-    .open = tcp_link_open,
-    .close = tcp_link_close,
-    .peer_open = tcp_link_peer_open,
-    .peer_close = tcp_link_peer_close,
-    .send = tcp_link_send,
-    .poll = tcp_link_poll,
-    .arm = tcp_link_arm,
-    .disarm = tcp_link_disarm,
-    .peer_alive = tcp_link_peer_alive,
-    .peer_reset = tcp_link_peer_reset,
+    .open = tcp4_link_open,
+};
+
+const struct lm_link_ops tcp6_link_ops = {
+    TCP_LINK_OPS,
+    .addrlen = sizeof(struct sockaddr_in6),
+    .addr_from_str = tcp6_addr_from_str,
+    .addr_prefix = "fi_sockaddr_in6://",
+    .open = tcp6_link_open,
 };

@@ -1,5 +1,6 @@
-/* prov.c - the tcp provider: one fi_info per usable IPv4 interface
- * (loopback last), node/service resolution, its parameters, and the
+/* prov.c - the tcp provider: one fi_info per usable IPv4 and IPv6
+ * interface address (loopback last), addresses in their binary and text
+ * forms, node/service resolution, its parameters, and the
  * fabric and domain (the RDM engine's, over the TCP link). */
 #include <arpa/inet.h>
 #include <ifaddrs.h>
@@ -87,74 +88,162 @@ static const struct fi_domain_attr tcp_dom = {
 
 /* ---- addresses --------------------------------------------------------------- */
 
-#define TCP_ADDR_PREFIX "fi_sockaddr_in://"
+#define TCP_ADDR_PREFIX  "fi_sockaddr_in://"
+#define TCP_ADDR6_PREFIX "fi_sockaddr_in6://"
 
-/* node[:port] text, "fi_sockaddr_in://a.b.c.d:port", or node + service
- * through the resolver. */
-static int resolve(const char *node, const char *service, bool passive, bool numeric,
-                   struct sockaddr_in *out)
+socklen_t tcp_addr_len(int family)
 {
-	struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *res;
+	return family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+}
+
+int tcp_addr_load(union tcp_addr *out, const void *addr, size_t len, int family)
+{
+	union tcp_addr a;
+	sa_family_t f;
+
+	if (!addr || len < sizeof(f))
+		return -FI_EINVAL;
+	memcpy(&f, addr, sizeof(f));
+	if ((f != AF_INET && f != AF_INET6) || (family && f != family) ||
+	    len < tcp_addr_len(f))
+		return -FI_EINVAL;
+	memset(&a, 0, sizeof(a));
+	memcpy(&a, addr, tcp_addr_len(f));
+	if (f == AF_INET)
+		memset(a.in.sin_zero, 0, sizeof(a.in.sin_zero));
+	else
+		a.in6.sin6_flowinfo = 0;
+	*out = a;
+	return 0;
+}
+
+int tcp_addr_of_fd(int fd, bool peer, union tcp_addr *out)
+{
+	union tcp_addr a;
+	socklen_t len = sizeof(a);
+
+	memset(&a, 0, sizeof(a));
+	if (peer ? getpeername(fd, &a.sa, &len) : getsockname(fd, &a.sa, &len))
+		return -FI_EIO;
+	return tcp_addr_load(out, &a, len, AF_UNSPEC);
+}
+
+/* node and service through the resolver, of the family (AF_UNSPEC: IPv4
+ * if the name has an IPv4 address, else IPv6). */
+static int resolve(const char *node, const char *service, bool passive, bool numeric,
+                   int family, union tcp_addr *out)
+{
+	struct addrinfo hints = {.ai_family = family, .ai_socktype = SOCK_STREAM}, *res;
 	int ret;
 
+	if (family == AF_UNSPEC)
+		return resolve(node, service, passive, numeric, AF_INET, out) &&
+		               resolve(node, service, passive, numeric, AF_INET6, out)
+		           ? -FI_ENODATA
+		           : 0;
 	if (passive)
 		hints.ai_flags |= AI_PASSIVE;
 	if (numeric)
 		hints.ai_flags |= AI_NUMERICHOST;
-	ret = getaddrinfo(node, service, &hints, &res);
-	if (ret)
+	if (getaddrinfo(node, service, &hints, &res))
 		return -FI_ENODATA;
-	memcpy(out, res->ai_addr, sizeof(*out));
-	memset(out->sin_zero, 0, sizeof(out->sin_zero));
+	ret = tcp_addr_load(out, res->ai_addr, res->ai_addrlen, family);
 	freeaddrinfo(res);
+	return ret ? -FI_ENODATA : 0;
+}
+
+/* "a.b.c.d:port" (IPv4) or "[a:b::c]:port" (IPv6) after the prefix. */
+static int parse_text(const char *rest, int family, union tcp_addr *out)
+{
+	char host[INET6_ADDRSTRLEN + 8], *colon, *end;
+	unsigned long port;
+	union tcp_addr a;
+
+	if (strlen(rest) >= sizeof(host))
+		return -FI_EINVAL;
+	strcpy(host, rest);
+	colon = strrchr(host, ':');
+	if (!colon)
+		return -FI_EINVAL;
+	*colon = 0;
+	port = strtoul(colon + 1, &end, 10);
+	if (*end || end == colon + 1 || port > 65535)
+		return -FI_EINVAL;
+	memset(&a, 0, sizeof(a));
+	if (family == AF_INET) {
+		a.in.sin_family = AF_INET;
+		a.in.sin_port = htons((uint16_t)port);
+		if (inet_pton(AF_INET, host, &a.in.sin_addr) != 1)
+			return -FI_EINVAL;
+	} else {
+		size_t n = strlen(host);
+
+		if (n < 2 || host[0] != '[' || host[n - 1] != ']')
+			return -FI_EINVAL;
+		host[n - 1] = 0;
+		a.in6.sin6_family = AF_INET6;
+		a.in6.sin6_port = htons((uint16_t)port);
+		if (inet_pton(AF_INET6, host + 1, &a.in6.sin6_addr) != 1)
+			return -FI_EINVAL;
+	}
+	*out = a;
 	return 0;
+}
+
+int tcp_addr_parse(const char *node, const char *service, int family, union tcp_addr *out)
+{
+	if (!node)
+		return -FI_EINVAL;
+	if (!strncmp(node, TCP_ADDR_PREFIX, strlen(TCP_ADDR_PREFIX)))
+		return family == AF_INET6
+		           ? -FI_EINVAL
+		           : parse_text(node + strlen(TCP_ADDR_PREFIX), AF_INET, out);
+	if (!strncmp(node, TCP_ADDR6_PREFIX, strlen(TCP_ADDR6_PREFIX)))
+		return family == AF_INET
+		           ? -FI_EINVAL
+		           : parse_text(node + strlen(TCP_ADDR6_PREFIX), AF_INET6, out);
+	return resolve(node, service, false, false, family, out) ? -FI_EINVAL : 0;
+}
+
+static int addr_from_str(const char *node, const char *service, int family, void *addr)
+{
+	union tcp_addr a;
+	int ret = tcp_addr_parse(node, service, family, &a);
+
+	if (!ret)
+		memcpy(addr, &a, tcp_addr_len(family));
+	return ret;
 }
 
 int tcp_addr_from_str(const char *node, const char *service, void *addr)
 {
-	struct sockaddr_in a;
-	char host[INET_ADDRSTRLEN + 8], *colon;
-	size_t plen = strlen(TCP_ADDR_PREFIX);
+	return addr_from_str(node, service, AF_INET, addr);
+}
 
-	if (!node)
-		return -FI_EINVAL;
-	if (!strncmp(node, TCP_ADDR_PREFIX, plen)) {
-		const char *rest = node + plen;
-		char *end;
-		unsigned long port;
-
-		if (strlen(rest) >= sizeof(host))
-			return -FI_EINVAL;
-		strcpy(host, rest);
-		colon = strrchr(host, ':');
-		if (!colon)
-			return -FI_EINVAL;
-		*colon = 0;
-		port = strtoul(colon + 1, &end, 10);
-		if (*end || end == colon + 1 || port > 65535)
-			return -FI_EINVAL;
-		memset(&a, 0, sizeof(a));
-		a.sin_family = AF_INET;
-		a.sin_port = htons((uint16_t)port);
-		if (inet_pton(AF_INET, host, &a.sin_addr) != 1)
-			return -FI_EINVAL;
-	} else if (resolve(node, service, false, false, &a)) {
-		return -FI_EINVAL;
-	}
-	memcpy(addr, &a, sizeof(a));
-	return 0;
+int tcp6_addr_from_str(const char *node, const char *service, void *addr)
+{
+	return addr_from_str(node, service, AF_INET6, addr);
 }
 
 int tcp_addr_to_str(const void *addr, char *buf, size_t *len)
 {
-	struct sockaddr_in a;
-	char ip[INET_ADDRSTRLEN], tmp[64];
+	union tcp_addr a;
+	sa_family_t f;
+	char ip[INET6_ADDRSTRLEN], tmp[80];
 	int n;
 
-	memcpy(&a, addr, sizeof(a));
-	if (a.sin_family != AF_INET || !inet_ntop(AF_INET, &a.sin_addr, ip, sizeof(ip)))
+	memcpy(&f, addr, sizeof(f));
+	if (tcp_addr_load(&a, addr, tcp_addr_len(f), AF_UNSPEC))
 		return -FI_EINVAL;
-	n = snprintf(tmp, sizeof(tmp), TCP_ADDR_PREFIX "%s:%u", ip, ntohs(a.sin_port));
+	if (f == AF_INET) {
+		inet_ntop(AF_INET, &a.in.sin_addr, ip, sizeof(ip));
+		n = snprintf(tmp, sizeof(tmp), TCP_ADDR_PREFIX "%s:%u", ip,
+		             ntohs(a.in.sin_port));
+	} else {
+		inet_ntop(AF_INET6, &a.in6.sin6_addr, ip, sizeof(ip));
+		n = snprintf(tmp, sizeof(tmp), TCP_ADDR6_PREFIX "[%s]:%u", ip,
+		             ntohs(a.in6.sin6_port));
+	}
 	if (*len)
 		snprintf(buf, *len, "%s", tmp);
 	*len = (size_t)n + 1;
@@ -165,21 +254,56 @@ int tcp_addr_to_str(const void *addr, char *buf, size_t *len)
 
 struct iface {
 	char name[IF_NAMESIZE];
-	char fabric[32]; /* the subnet, a.b.c.d/len */
-	struct sockaddr_in addr;
+	char fabric[64]; /* the subnet, a.b.c.d/len or a:b::/len */
+	union tcp_addr addr;               /* port 0 */
 	bool loopback;
 };
 
-static int prefix_len(const struct sockaddr *mask)
+/* The subnet of addr under mask as "network/prefix length". */
+static void subnet_name(char *buf, size_t len, const struct sockaddr *addr,
+                        const struct sockaddr *mask)
 {
-	uint32_t m = ntohl(((const struct sockaddr_in *)mask)->sin_addr.s_addr);
+	unsigned char net[16];
+	const unsigned char *a, *m;
+	size_t n;
+	int bits = 0;
+	char ip[INET6_ADDRSTRLEN];
 
-	return __builtin_popcount(m);
+	if (addr->sa_family == AF_INET) {
+		a = (const unsigned char *)&((const struct sockaddr_in *)addr)->sin_addr;
+		m = (const unsigned char *)&((const struct sockaddr_in *)mask)->sin_addr;
+		n = 4;
+	} else {
+		a = ((const struct sockaddr_in6 *)addr)->sin6_addr.s6_addr;
+		m = ((const struct sockaddr_in6 *)mask)->sin6_addr.s6_addr;
+		n = 16;
+	}
+	for (size_t i = 0; i < n; i++) {
+		net[i] = a[i] & m[i];
+		bits += __builtin_popcount(m[i]);
+	}
+	inet_ntop(addr->sa_family, net, ip, sizeof(ip));
+	snprintf(buf, len, "%s/%d", ip, bits);
 }
 
-/* Usable IPv4 interfaces (FI_TCP_IFACE only, if set), loopback last. */
-static int ifaces_list(struct iface *out, int max)
+/* Whether an interface address is one endpoints can use: up, IPv4 or IPv6
+ * (not link-local, which would need a scope), of the family asked for. */
+static bool usable(const struct ifaddrs *ifa, int family)
 {
+	const struct sockaddr *sa = ifa->ifa_addr;
+
+	if (!sa || !ifa->ifa_netmask || !(ifa->ifa_flags & IFF_UP) ||
+	    sa->sa_family != family)
+		return false;
+	return family == AF_INET ||
+	       !IN6_IS_ADDR_LINKLOCAL(&((const struct sockaddr_in6 *)sa)->sin6_addr);
+}
+
+/* Usable interface addresses of the family (AF_UNSPEC: both), FI_TCP_IFACE
+ * only if set: others first, then loopback; IPv4 before IPv6 in each. */
+static int ifaces_list(struct iface *out, int max, int family)
+{
+	static const int families[] = {AF_INET, AF_INET6};
 	struct ifaddrs *all, *ifa;
 	char *want = NULL;
 	int n = 0;
@@ -187,32 +311,26 @@ static int ifaces_list(struct iface *out, int max)
 	fi_param_get_str(&tcp_prov, "iface", &want);
 	if (getifaddrs(&all))
 		return 0;
-	for (int pass = 0; pass < 2; pass++) {
+	for (int pass = 0; pass < 4; pass++) {
+		bool lo_pass = pass >= 2;
+		int fam = families[pass % 2];
+
+		if (family != AF_UNSPEC && fam != family)
+			continue;
 		for (ifa = all; ifa && n < max; ifa = ifa->ifa_next) {
 			struct iface *f = &out[n];
-			bool lo;
-			uint32_t net;
-			char ip[INET_ADDRSTRLEN];
 
-			if (!ifa->ifa_addr || ifa->ifa_addr->sa_family != AF_INET ||
-			    !(ifa->ifa_flags & IFF_UP) || !ifa->ifa_netmask)
-				continue;
-			lo = ifa->ifa_flags & IFF_LOOPBACK;
-			if (lo != (pass == 1))
+			if (!usable(ifa, fam) || !(ifa->ifa_flags & IFF_LOOPBACK) != !lo_pass)
 				continue;
 			if (want && strcmp(want, ifa->ifa_name))
 				continue;
 			memset(f, 0, sizeof(*f));
 			snprintf(f->name, sizeof(f->name), "%s", ifa->ifa_name);
-			memcpy(&f->addr, ifa->ifa_addr, sizeof(f->addr));
-			f->addr.sin_port = 0;
-			f->loopback = lo;
-			net = f->addr.sin_addr.s_addr &
-			      ((const struct sockaddr_in *)ifa->ifa_netmask)
-			          ->sin_addr.s_addr;
-			inet_ntop(AF_INET, &net, ip, sizeof(ip));
-			snprintf(f->fabric, sizeof(f->fabric), "%s/%d", ip,
-			         prefix_len(ifa->ifa_netmask));
+			tcp_addr_load(&f->addr, ifa->ifa_addr, tcp_addr_len(fam), fam);
+			f->addr.in.sin_port = 0; /* same place in both families */
+			f->loopback = lo_pass;
+			subnet_name(f->fabric, sizeof(f->fabric), ifa->ifa_addr,
+			            ifa->ifa_netmask);
 			n++;
 		}
 	}
@@ -220,19 +338,32 @@ static int ifaces_list(struct iface *out, int max)
 	return n;
 }
 
+/* Does a source address pick this interface?  The unspecified address
+ * (0.0.0.0, ::) picks any of its family. */
+static bool src_picks(const union tcp_addr *src, const struct iface *f)
+{
+	if (src->sa.sa_family != f->addr.sa.sa_family)
+		return false;
+	if (src->sa.sa_family == AF_INET)
+		return src->in.sin_addr.s_addr == htonl(INADDR_ANY) ||
+		       src->in.sin_addr.s_addr == f->addr.in.sin_addr.s_addr;
+	return IN6_IS_ADDR_UNSPECIFIED(&src->in6.sin6_addr) ||
+	       IN6_ARE_ADDR_EQUAL(&src->in6.sin6_addr, &f->addr.in6.sin6_addr);
+}
+
 /* ---- getinfo ---------------------------------------------------------------------- */
 
 /* An address in the info's format: the sockaddr itself, or its text. */
-static int set_addr(void **dst, size_t *dstlen, const struct sockaddr_in *a, bool str)
+static int set_addr(void **dst, size_t *dstlen, const union tcp_addr *a, bool str)
 {
-	char text[64];
+	char text[80];
 	size_t len = sizeof(text);
 	void *p;
 
 	if (str && tcp_addr_to_str(a, text, &len))
 		return -FI_EINVAL;
 	if (!str)
-		len = sizeof(*a);
+		len = tcp_addr_len(a->sa.sa_family);
 	p = malloc(len);
 	if (!p)
 		return -FI_ENOMEM;
@@ -243,53 +374,65 @@ static int set_addr(void **dst, size_t *dstlen, const struct sockaddr_in *a, boo
 	return 0;
 }
 
+/* An address from the hints (src_addr or dest_addr) in their format, of
+ * the family wanted so far (which it then fixes). */
+static int hint_addr(const void *addr, size_t len, bool str, int *family,
+                     union tcp_addr *out)
+{
+	int ret = str ? tcp_addr_parse(addr, NULL, *family, out)
+	              : tcp_addr_load(out, addr, len, *family);
+
+	if (ret)
+		return -FI_ENODATA;
+	*family = out->sa.sa_family;
+	return 0;
+}
+
 static int tcp_getinfo(uint32_t version, const char *node, const char *service,
                        uint64_t flags, const struct fi_info *hints, struct fi_info **info)
 {
 	struct iface ifs[TCP_MAX_IFACES];
-	struct sockaddr_in src, dest;
+	union tcp_addr src, dest;
 	bool have_src = false, have_dest = false;
 	struct fi_info *list = NULL, **tail = &list;
-	bool str = hints && hints->addr_format == FI_ADDR_STR;
-	int n, ret = 0;
+	uint32_t fmt = hints ? hints->addr_format : FI_FORMAT_UNSPEC;
+	bool str = fmt == FI_ADDR_STR;
+	int family = AF_UNSPEC, n, ret = 0;
 
-	if (hints && hints->addr_format && hints->addr_format != FI_SOCKADDR_IN &&
-	    hints->addr_format != FI_SOCKADDR && !str)
+	if (fmt == FI_SOCKADDR_IN)
+		family = AF_INET;
+	else if (fmt == FI_SOCKADDR_IN6)
+		family = AF_INET6;
+	else if (fmt && fmt != FI_SOCKADDR && !str)
 		return -FI_ENODATA;
 	if (node || service) {
-		struct sockaddr_in *a = flags & FI_SOURCE ? &src : &dest;
+		union tcp_addr *a = flags & FI_SOURCE ? &src : &dest;
 
 		if (resolve(node, service ? service : "0", flags & FI_SOURCE,
-		            flags & FI_NUMERICHOST, a))
+		            flags & FI_NUMERICHOST, family, a))
 			return -FI_ENODATA;
+		family = a->sa.sa_family;
 		if (flags & FI_SOURCE)
 			have_src = true;
 		else
 			have_dest = true;
 	}
 	if (!have_src && hints && hints->src_addr) {
-		if (str ? tcp_addr_from_str(hints->src_addr, NULL, &src)
-		        : hints->src_addrlen != sizeof(src) ||
-		              ((const struct sockaddr *)hints->src_addr)->sa_family !=
-		                  AF_INET)
+		if (hint_addr(hints->src_addr, hints->src_addrlen, str, &family, &src))
 			return -FI_ENODATA;
-		if (!str)
-			memcpy(&src, hints->src_addr, sizeof(src));
 		have_src = true;
 	}
 	if (!have_dest && hints && hints->dest_addr) {
-		if (str ? tcp_addr_from_str(hints->dest_addr, NULL, &dest)
-		        : hints->dest_addrlen != sizeof(dest) ||
-		              ((const struct sockaddr *)hints->dest_addr)->sa_family !=
-		                  AF_INET)
+		if (hint_addr(hints->dest_addr, hints->dest_addrlen, str, &family, &dest))
 			return -FI_ENODATA;
-		if (!str)
-			memcpy(&dest, hints->dest_addr, sizeof(dest));
 		have_dest = true;
 	}
 
-	n = ifaces_list(ifs, TCP_MAX_IFACES);
+	n = ifaces_list(ifs, TCP_MAX_IFACES, family);
 	for (int i = 0; i < n; i++) {
+		uint32_t ifmt = str                                  ? FI_ADDR_STR
+		                : ifs[i].addr.sa.sa_family == AF_INET ? FI_SOCKADDR_IN
+		                                                      : FI_SOCKADDR_IN6;
 		struct fi_tx_attr tx = tcp_tx;
 		struct fi_rx_attr rx = tcp_rx, mrx = tcp_rx;
 		struct fi_ep_attr ep = tcp_ep, mep = tcp_msg_ep;
@@ -297,7 +440,7 @@ static int tcp_getinfo(uint32_t version, const char *node, const char *service,
 		struct fi_fabric_attr fab = {.name = ifs[i].fabric,
 		                             .prov_version = FI_VERSION(1, 0)};
 		struct fi_info tmpl = {.caps = TCP_CAPS,
-		                       .addr_format = str ? FI_ADDR_STR : FI_SOCKADDR_IN,
+		                       .addr_format = ifmt,
 		                       .tx_attr = &tx,
 		                       .rx_attr = &rx,
 		                       .ep_attr = &ep,
@@ -306,14 +449,12 @@ static int tcp_getinfo(uint32_t version, const char *node, const char *service,
 		struct fi_info msg = tmpl;
 		const struct fi_info *tmpls[] = {&tmpl, &msg, NULL};
 		struct fi_info *got = NULL, *cur;
-		struct sockaddr_in mine = ifs[i].addr;
+		union tcp_addr mine = ifs[i].addr;
 
-		/* A given source address picks its interface (0.0.0.0: any). */
-		if (have_src && src.sin_addr.s_addr != htonl(INADDR_ANY) &&
-		    src.sin_addr.s_addr != ifs[i].addr.sin_addr.s_addr)
+		if (have_src && !src_picks(&src, &ifs[i]))
 			continue;
 		if (have_src)
-			mine.sin_port = src.sin_port;
+			mine.in.sin_port = src.in.sin_port; /* same place in both */
 		dom.name = ifs[i].name;
 		mrx.caps &= TCP_MSG_CAPS;
 		msg.caps = TCP_MSG_CAPS;
@@ -322,7 +463,7 @@ static int tcp_getinfo(uint32_t version, const char *node, const char *service,
 		if (lm_info_match_list(version, tmpls, hints, &got))
 			continue;
 		for (cur = got; cur; cur = cur->next) {
-			cur->addr_format = str ? FI_ADDR_STR : FI_SOCKADDR_IN;
+			cur->addr_format = ifmt;
 			ret = set_addr(&cur->src_addr, &cur->src_addrlen, &mine, str);
 			if (!ret && have_dest)
 				ret = set_addr(&cur->dest_addr, &cur->dest_addrlen, &dest,
@@ -358,12 +499,34 @@ static int tcp_endpoint(struct fid_domain *domain, struct fi_info *info,
 	return lm_rdm_endpoint(domain, info, ep, context);
 }
 
+/* The link of the info's address family: its source address's (or its
+ * destination's), else the format's. */
+static const struct lm_link_ops *link_ops_of(const struct fi_info *info)
+{
+	union tcp_addr a;
+	const void *addr = info->src_addr ? info->src_addr : info->dest_addr;
+	size_t len = info->src_addr ? info->src_addrlen : info->dest_addrlen;
+	int ret = -FI_EINVAL;
+
+	if (info->addr_format == FI_SOCKADDR_IN6)
+		return &tcp6_link_ops;
+	if (addr && info->addr_format == FI_ADDR_STR)
+		ret = tcp_addr_parse(addr, NULL, AF_UNSPEC, &a);
+	else if (addr && info->addr_format == FI_SOCKADDR)
+		ret = tcp_addr_load(&a, addr, len, AF_UNSPEC);
+	return !ret && a.sa.sa_family == AF_INET6 ? &tcp6_link_ops : &tcp_link_ops;
+}
+
 static int tcp_domain_open(struct fid_fabric *fabric, struct fi_info *info,
                            struct fid_domain **domain, void *context)
 {
 	struct lm_rdm_domain *dom;
-	int ret = lm_rdm_domain_open(fabric, info, &tcp_link_ops, &params,
-	                             &tcp_domain_ops, context, &dom);
+	int ret;
+
+	if (!info)
+		return -FI_EINVAL;
+	ret = lm_rdm_domain_open(fabric, info, link_ops_of(info), &params, &tcp_domain_ops,
+	                         context, &dom);
 
 	if (ret)
 		return ret;

@@ -5,6 +5,8 @@
 #define LOOM_TCP_H
 
 #include <netinet/in.h>
+#include <stdbool.h>
+#include <sys/socket.h>
 
 #include "proto.h"
 #include "rdm.h"
@@ -15,15 +17,44 @@ struct tcp_params {
 	int conn_timeout_ms;     /* a connection not up by then fails */
 };
 
+/* The link for IPv4 addresses (FI_SOCKADDR_IN, "fi_sockaddr_in://") and
+ * the same link for IPv6 ones (FI_SOCKADDR_IN6, "fi_sockaddr_in6://"); a
+ * domain uses one, by its info's address family. */
 extern const struct lm_link_ops tcp_link_ops;
+extern const struct lm_link_ops tcp6_link_ops;
 extern struct fi_provider tcp_prov;
 extern const struct fi_provider *tcp_log_prov;
 
 struct fi_provider *tcp_prov_init(void);
 
-/* sockaddr_in text forms: "fi_sockaddr_in://a.b.c.d:port" and host/service
- * resolution (prov.c). */
+/* ---- addresses (prov.c) ----------------------------------------------------
+ * An IPv4 or IPv6 address and port as the provider keeps it: bytes the
+ * family does not use (sin_zero, the IPv6 flow label, the union's tail) are
+ * zero, so equal addresses are equal bytes over the whole union. */
+union tcp_addr {
+	struct sockaddr sa;
+	struct sockaddr_in in;
+	struct sockaddr_in6 in6;
+};
+
+/* Bytes of a sockaddr of the family (AF_INET or AF_INET6). */
+socklen_t tcp_addr_len(int family);
+/* len bytes of a sockaddr into *out, normalized: AF_INET with len at least
+ * sizeof(struct sockaddr_in), AF_INET6 with at least sizeof(struct
+ * sockaddr_in6), and only that family when family is not AF_UNSPEC.
+ * -FI_EINVAL otherwise. */
+int tcp_addr_load(union tcp_addr *out, const void *addr, size_t len, int family);
+/* A socket's own (peer false) or its peer's address, normalized. */
+int tcp_addr_of_fd(int fd, bool peer, union tcp_addr *out);
+/* "fi_sockaddr_in://a.b.c.d:port", "fi_sockaddr_in6://[a:b::c]:port", or
+ * a host name or numeric address with service, of the family (AF_UNSPEC:
+ * either, IPv4 first). */
+int tcp_addr_parse(const char *node, const char *service, int family,
+                   union tcp_addr *out);
+/* The address ops of the two links: text to a sockaddr_in / sockaddr_in6,
+ * and either to text. */
 int tcp_addr_from_str(const char *node, const char *service, void *addr);
+int tcp6_addr_from_str(const char *node, const char *service, void *addr);
 int tcp_addr_to_str(const void *addr, char *buf, size_t *len);
 
 /* Frame and handshake checks (link.c), apart so the fuzz target can call
@@ -38,7 +69,7 @@ int tcp_cm_check(const struct tcp_cm_msg *m);
  * connection management opened (blocking or not) as the one connection,
  * to peer; whether it has been lost since (EOF, error); close it
  * (fi_shutdown). */
-int tcp_link_adopt(struct lm_link *link, int fd, const struct sockaddr_in *peer);
+int tcp_link_adopt(struct lm_link *link, int fd, const union tcp_addr *peer);
 bool tcp_link_lost(struct lm_link *link);
 void tcp_link_shutdown(struct lm_link *link);
 
