@@ -150,6 +150,9 @@ static void rndv_finish(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r, int err)
 {
 	struct lm_rdm_rx *rx = r->rx;
 
+	if (r->eager && r->peer->eager == r)
+		r->peer->eager = NULL;
+
 	if (r->rma)
 		lm_rdm_rma_rndv_done(ep, r, err);
 	else if (rx) {
@@ -225,6 +228,38 @@ struct lm_rdm_rndv *lm_rdm_rndv_pull(struct lm_rdm_ep *ep, struct lm_rdm_peer *p
 	return r;
 }
 
+/* r (allocated) receives a message of size bytes into rx. */
+static void rndv_setup(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r, struct lm_rdm_rx *rx,
+                       struct lm_rdm_peer *peer, fi_addr_t src, uint64_t size,
+                       uint64_t tag, uint64_t data, uint16_t hflags, uint64_t sreq,
+                       bool queued)
+{
+	bool released = false;
+
+	r->rma = false;
+	r->pushing = false;
+	r->placing = false;
+	r->eager = false;
+	r->rx = rx;
+	r->peer = peer;
+	r->src = src;
+	r->sreq = sreq;
+	r->size = size;
+	r->tag = tag;
+	r->data = data;
+	r->hflags = hflags;
+	r->got = 0;
+	r->start_ms = lm_now_ms();
+	r->iov_count = rx_place(ep, rx, size, r->iov, &released);
+	r->cap = LM_MIN(size, lm_iov_len(r->iov, r->iov_count));
+	r->off = rx->e.last_off;
+	r->place_len = rx->e.last_len;
+	r->extra_flags = hflags & LM_HF_CQ_DATA ? FI_REMOTE_CQ_DATA : 0;
+	rx->busy++;
+	if (rx->e.flags & FI_MULTI_RECV)
+		multi_after(ep, rx, released, queued); /* rndv_finish announces it */
+}
+
 /* A matched RTS: read the sender's buffer in one copy when the link can,
  * else ask for the data with CTS. */
 static void rndv_start(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx,
@@ -233,7 +268,6 @@ static void rndv_start(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx,
                        uint64_t data, uint16_t hflags, uint64_t sreq, bool queued)
 {
 	struct lm_rdm_rndv *r;
-	bool released = false;
 
 	if (!rx) { /* discarded: let the sender go */
 		send_answer(ep, peer, LM_OP_FIN, sreq, 0);
@@ -255,28 +289,7 @@ static void rndv_start(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx,
 			lm_rdm_rx_free(ep, rx);
 		return;
 	}
-	r->rma = false;
-	r->pushing = false;
-	r->placing = false;
-	r->rx = rx;
-	r->peer = peer;
-	r->src = src;
-	r->sreq = sreq;
-	r->size = size;
-	r->tag = tag;
-	r->data = data;
-	r->hflags = hflags;
-	r->got = 0;
-	r->start_ms = lm_now_ms();
-	r->iov_count = rx_place(ep, rx, size, r->iov, &released);
-	r->cap = LM_MIN(size, lm_iov_len(r->iov, r->iov_count));
-	r->off = rx->e.last_off;
-	r->place_len = rx->e.last_len;
-	r->extra_flags = hflags & LM_HF_CQ_DATA ? FI_REMOTE_CQ_DATA : 0;
-	rx->busy++;
-	if (rx->e.flags & FI_MULTI_RECV)
-		multi_after(ep, rx, released, queued); /* rndv_finish announces it */
-
+	rndv_setup(ep, r, rx, peer, src, size, tag, data, hflags, sreq, queued);
 	if ((hflags & LM_HF_BULK) && ep->bulk && !peer->bulk_broken &&
 	    ep->link->ops->bulk_read && rts->iov_count <= LM_IOV_LIMIT) {
 		struct iovec remote[LM_IOV_LIMIT], local[LM_IOV_LIMIT];
@@ -353,7 +366,8 @@ static struct lm_rdm_rndv *rndv_of_data(struct lm_rdm_ep *ep,
 		return NULL;
 	r = &ep->rndv[slot];
 	if (!r->used || r->gen != (uint32_t)(h->rreq >> 32) || r->peer != peer ||
-	    h->addr > r->size || plen > r->size - h->addr || r->pushing || r->placing)
+	    h->addr > r->size || plen > r->size - h->addr || r->pushing || r->placing ||
+	    r->eager)
 		return NULL;
 	return r;
 }
@@ -391,6 +405,52 @@ static struct lm_rdm_peer *known_peer(struct lm_rdm_ep *ep, const void *src_addr
 	return lm_rdm_peer_by_addr(ep, src_addr);
 }
 
+/* An eager message received in full by its placement (r->eager). */
+static void eager_done(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r)
+{
+	r->got = r->size;
+	if (r->hflags & LM_HF_ACK)
+		send_answer(ep, r->peer, LM_OP_ACK, r->sreq, 0);
+	rndv_finish(ep, r, 0);
+}
+
+/* The header of an eager message whose payload is still coming: match it
+ * now, and if a posted receive takes it whole, have the link read the
+ * payload there.  The match holds a rendezvous slot (allocated first, so
+ * a receive is never taken without one) until the payload is in; a
+ * truncated message is finished by the recv that follows (peer->eager). */
+static size_t eager_place(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
+                          const struct lm_rdm_hdr *h, size_t plen, struct iovec *iov)
+{
+	struct lm_match *m = h->flags & LM_HF_TAGGED ? &ep->tagged : &ep->msg;
+	struct lm_rdm_rndv *r;
+	struct lm_rx_entry *e;
+	struct lm_rdm_rx *rx;
+	fi_addr_t src;
+
+	if (!peer || peer->eager || plen != h->size)
+		return 0;
+	r = rndv_alloc(ep);
+	if (!r)
+		return 0;
+	src = lm_rdm_peer_fiaddr(ep, peer);
+	e = lm_match_arrival(m, src, h->tag);
+	if (!e) {
+		rndv_free(r);
+		return 0;
+	}
+	rx = lm_container_of(e, struct lm_rdm_rx, e);
+	rndv_setup(ep, r, rx, peer, src, h->size, h->tag, h->data, h->flags, h->sreq,
+	           e->flags & FI_MULTI_RECV);
+	r->eager = true;
+	lm_list_push_back(&ep->rndv_active, &r->node); /* fails with the peer */
+	peer->eager = r;
+	if (r->cap < plen)
+		return 0;
+	r->placing = true;
+	return lm_rdm_iov_slice(r->iov, r->iov_count, 0, plen, iov);
+}
+
 size_t lm_rdm_place(void *arg, const void *src_addr, const void *hdr, size_t plen,
                     struct iovec *iov)
 {
@@ -400,7 +460,11 @@ size_t lm_rdm_place(void *arg, const void *src_addr, const void *hdr, size_t ple
 	size_t n;
 
 	memcpy(&h, hdr, sizeof(h));
-	if (h.version != LM_RDM_WIRE_VERSION || h.op != LM_OP_DATA || h.len != plen)
+	if (h.version != LM_RDM_WIRE_VERSION || h.len != plen)
+		return 0;
+	if (h.op == LM_OP_EAGER)
+		return eager_place(ep, known_peer(ep, src_addr), &h, plen, iov);
+	if (h.op != LM_OP_DATA)
 		return 0;
 	r = rndv_of_data(ep, known_peer(ep, src_addr), &h, plen);
 	/* Only a piece that lands whole in the receive buffer (a truncated
@@ -422,6 +486,14 @@ void lm_rdm_placed(void *arg, const void *src_addr, const void *hdr, size_t plen
 	uint32_t slot;
 
 	memcpy(&h, hdr, sizeof(h));
+	if (h.op == LM_OP_EAGER) {
+		r = peer ? peer->eager : NULL;
+		if (r && r->placing) {
+			r->placing = false;
+			eager_done(ep, r);
+		}
+		return;
+	}
 	slot = (uint32_t)h.rreq;
 	if (slot >= ep->rndv_count)
 		return;
@@ -535,6 +607,14 @@ void lm_rdm_msg_recv(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 		if (lm_rdm_rts_parse(&rts, payload, plen))
 			return;
 	} else if (plen != h->size) {
+		return;
+	} else if (peer->eager) {
+		/* Matched when its header came (lm_rdm_place), too big to
+		 * place whole: what fits, the rest dropped (truncation). */
+		struct lm_rdm_rndv *r = peer->eager;
+
+		lm_copy_to_iov(r->iov, r->iov_count, 0, payload, LM_MIN(plen, r->cap));
+		eager_done(ep, r);
 		return;
 	}
 	e = lm_match_arrival(m, src, h->tag);

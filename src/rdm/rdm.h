@@ -163,6 +163,10 @@ struct lm_rdm_peer {
 	bool bulk_broken;      /* a bulk read failed: use CTS/DATA from now on */
 	bool dead;             /* the link said it is gone */
 	struct lm_list revive; /* in ep->revive while dead, if the link resets */
+	/* An eager message of this peer matched when the link asked where its
+	 * payload goes (lm_rdm_place): read straight into the receive, or
+	 * (truncated) delivered by the next recv of this peer, which is it. */
+	struct lm_rdm_rndv *eager;
 	unsigned char addr[];
 };
 
@@ -230,6 +234,7 @@ struct lm_rdm_rndv {
 	uint64_t key; /* rma: the region written (FI_RMA_EVENT counters) */
 	bool pushing; /* split: waiting for the sender's PUSHED */
 	bool placing; /* a link is reading a DATA payload into iov */
+	bool eager;   /* an eager message (peer->eager), not a rendezvous */
 	struct lm_rdm_rts remote; /* split: the sender's buffer, for fallback */
 };
 

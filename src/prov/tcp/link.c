@@ -175,6 +175,15 @@ static struct tcp_conn *conn_new(struct tcp_link *l, int fd, enum conn_state st,
 	c->outgoing = outgoing;
 	c->start_ms = lm_now_ms();
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	/* Fixed buffers, larger than autotuning starts with: a stream of
+	 * 64 KiB..1 MiB messages keeps its pace from the first message (the
+	 * kernel caps them at net.core.[rw]mem_max). */
+	if (l->params->sockbuf > 0) {
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &l->params->sockbuf,
+		           sizeof(l->params->sockbuf));
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &l->params->sockbuf,
+		           sizeof(l->params->sockbuf));
+	}
 	/* A peer that vanishes without a FIN or RST (a host down, a link
 	 * cut) is noticed within about conn_timeout: unacknowledged data
 	 * times out (TCP_USER_TIMEOUT), an idle connection is probed. */

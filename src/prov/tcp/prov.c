@@ -24,6 +24,7 @@
 
 static struct tcp_params params = {
     .conn_timeout_ms = 10000,
+    .sockbuf = 4 << 20,
 };
 
 static const struct fi_tx_attr tcp_tx = {
@@ -571,6 +572,10 @@ struct fi_provider *tcp_prov_init(void)
 	fi_param_define(&tcp_prov, "conn_timeout", FI_PARAM_INT,
 	                "Milliseconds a connection may take to come up before its "
 	                "operations fail (default: 10000)");
+	fi_param_define(&tcp_prov, "sockbuf", FI_PARAM_INT,
+	                "Send and receive buffer bytes of each connection's socket, "
+	                "capped by net.core.wmem_max and rmem_max; 0 leaves them to "
+	                "the kernel's autotuning (default: 4194304)");
 	if (!fi_param_get_int(&tcp_prov, "port_low_range", &v) && v > 0 && v < 65536)
 		params.port_low = v;
 	if (!fi_param_get_int(&tcp_prov, "port_high_range", &v) && v > 0 && v < 65536)
@@ -579,5 +584,7 @@ struct fi_provider *tcp_prov_init(void)
 		params.port_high = params.port_low ? 65535 : 0;
 	if (!fi_param_get_int(&tcp_prov, "conn_timeout", &v) && v > 0)
 		params.conn_timeout_ms = v;
+	if (!fi_param_get_int(&tcp_prov, "sockbuf", &v) && v >= 0)
+		params.sockbuf = v;
 	return &tcp_prov;
 }

@@ -15,6 +15,7 @@
 struct tcp_params {
 	int port_low, port_high; /* 0: any port */
 	int conn_timeout_ms;     /* a connection not up by then fails */
+	int sockbuf;             /* SO_SNDBUF/SO_RCVBUF bytes; 0: the kernel's */
 };
 
 /* The link for IPv4 addresses (FI_SOCKADDR_IN, "fi_sockaddr_in://") and
