@@ -14,6 +14,7 @@
 
 #include "check.h"
 #include "shmtest.h"
+#include "side.h"
 
 /* The group's processes end in _exit, past LeakSanitizer's exit hook: each
  * looks for leaks itself once everything is closed. */
@@ -56,23 +57,6 @@ struct keys {
 	uint64_t ctr, ctr_key;
 };
 
-/* The fabric objects one process opens from an fi_info. */
-struct side {
-	struct fi_info *info;
-	struct fid_fabric *fabric;
-	struct fid_eq *eq;
-	struct fid_domain *domain;
-	struct fid_cq *cq;
-};
-
-#define OK(call)                                                                         \
-	do {                                                                             \
-		int r_ = (int)(call);                                                    \
-		CHECK_INT(r_, 0);                                                        \
-		if (r_)                                                                  \
-			return 1;                                                        \
-	} while (0)
-
 static struct fi_info *msg_hints(uint32_t addr_format)
 {
 	struct fi_info *h = fi_allocinfo();
@@ -95,48 +79,6 @@ static void check_info(const struct fi_info *i, uint32_t addr_format)
 	CHECK_INT(i->addr_format, addr_format);
 	CHECK((i->caps & (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC)) ==
 	      (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC));
-}
-
-/* Fabric and EQ (one that can be slept on) from s->info; domain and CQ
- * too unless passive. */
-static int open_side(struct side *s, bool passive)
-{
-	struct fi_eq_attr eqa = {.size = 64, .wait_obj = FI_WAIT_UNSPEC};
-	struct fi_cq_attr cqa = {.size = 256, .format = FI_CQ_FORMAT_TAGGED};
-
-	OK(fi_fabric(s->info->fabric_attr, &s->fabric, NULL));
-	OK(fi_eq_open(s->fabric, &eqa, &s->eq, NULL));
-	if (passive)
-		return 0;
-	OK(fi_domain(s->fabric, s->info, &s->domain, NULL));
-	OK(fi_cq_open(s->domain, &cqa, &s->cq, NULL));
-	return 0;
-}
-
-static void close_side(struct side *s)
-{
-	if (s->cq)
-		CHECK_INT(fi_close(&s->cq->fid), 0);
-	if (s->domain)
-		CHECK_INT(fi_close(&s->domain->fid), 0);
-	if (s->eq)
-		CHECK_INT(fi_close(&s->eq->fid), 0);
-	if (s->fabric)
-		CHECK_INT(fi_close(&s->fabric->fid), 0);
-	fi_freeinfo(s->info);
-	memset(s, 0, sizeof(*s));
-}
-
-/* An endpoint on s from info, with s's EQ and CQ bound and enabled. */
-static int open_ep(struct side *s, struct fi_info *info, struct fid_ep **ep, void *ctx)
-{
-	OK(fi_endpoint(s->domain, info, ep, ctx));
-	CHECK_INT((*ep)->fid.fclass, FI_CLASS_EP);
-	CHECK((*ep)->fid.context == ctx);
-	OK(fi_ep_bind(*ep, &s->eq->fid, 0));
-	OK(fi_ep_bind(*ep, &s->cq->fid, FI_TRANSMIT | FI_RECV));
-	OK(fi_enable(*ep));
-	return 0;
 }
 
 /* The next event of eq within EV_MS (or ms): sleeping in fi_eq_sread, or

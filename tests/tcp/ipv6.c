@@ -14,20 +14,13 @@
 
 #include "check.h"
 #include "shmtest.h"
+#include "side.h"
 
 #define SERVER 0
 #define CLIENT 1
 #define EV_MS  5000
 #define BIG    ((size_t)1 << 20)
 #define TAG    0x66u
-
-#define OK(call)                                                                         \
-	do {                                                                             \
-		int r_ = (int)(call);                                                    \
-		CHECK_INT(r_, 0);                                                        \
-		if (r_)                                                                  \
-			return 1;                                                        \
-	} while (0)
 
 static struct fi_info *hints_of(enum fi_ep_type type, uint32_t addr_format)
 {
@@ -107,53 +100,6 @@ static int getinfo_cases(void)
 
 /* ---- FI_EP_MSG over ::1 --------------------------------------------------- */
 
-struct side {
-	struct fi_info *info;
-	struct fid_fabric *fabric;
-	struct fid_eq *eq;
-	struct fid_domain *domain;
-	struct fid_cq *cq;
-	struct fid_ep *ep;
-};
-
-static int open_side(struct side *s, bool passive)
-{
-	struct fi_eq_attr eqa = {.size = 16, .wait_obj = FI_WAIT_UNSPEC};
-	struct fi_cq_attr cqa = {.size = 64, .format = FI_CQ_FORMAT_TAGGED};
-
-	OK(fi_fabric(s->info->fabric_attr, &s->fabric, NULL));
-	OK(fi_eq_open(s->fabric, &eqa, &s->eq, NULL));
-	if (passive)
-		return 0;
-	OK(fi_domain(s->fabric, s->info, &s->domain, NULL));
-	OK(fi_cq_open(s->domain, &cqa, &s->cq, NULL));
-	return 0;
-}
-
-static int open_ep(struct side *s, struct fi_info *info)
-{
-	OK(fi_endpoint(s->domain, info, &s->ep, NULL));
-	OK(fi_ep_bind(s->ep, &s->eq->fid, 0));
-	OK(fi_ep_bind(s->ep, &s->cq->fid, FI_TRANSMIT | FI_RECV));
-	OK(fi_enable(s->ep));
-	return 0;
-}
-
-static void close_side(struct side *s)
-{
-	if (s->ep)
-		CHECK_INT(fi_close(&s->ep->fid), 0);
-	if (s->cq)
-		CHECK_INT(fi_close(&s->cq->fid), 0);
-	if (s->domain)
-		CHECK_INT(fi_close(&s->domain->fid), 0);
-	if (s->eq)
-		CHECK_INT(fi_close(&s->eq->fid), 0);
-	if (s->fabric)
-		CHECK_INT(fi_close(&s->fabric->fid), 0);
-	fi_freeinfo(s->info);
-}
-
 static int wait_event(struct fid_eq *eq, uint32_t want, struct fi_eq_cm_entry *e)
 {
 	uint32_t event = 0;
@@ -226,7 +172,7 @@ static int msg_server(void)
 
 		OK(fi_cq_open(a.domain, &cqa, &a.cq, NULL));
 	}
-	OK(open_ep(&a, a.info));
+	OK(open_ep(&a, a.info, &a.ep, NULL));
 	OK(fi_recv(a.ep, buf, BIG, NULL, 0, NULL));
 	OK(fi_accept(a.ep, NULL, 0));
 	OK(wait_event(s.eq, FI_CONNECTED, &e));
@@ -269,7 +215,7 @@ static int msg_client(void)
 	fi_freeinfo(h);
 	CHECK_INT(s.info->addr_format, FI_SOCKADDR_IN6);
 	OK(open_side(&s, false));
-	OK(open_ep(&s, s.info));
+	OK(open_ep(&s, s.info, &s.ep, NULL));
 	/* An IPv4 address does not fit this IPv6 endpoint. */
 	{
 		struct sockaddr_in v4 = {.sin_family = AF_INET, .sin_port = srv.sin6_port};
