@@ -106,6 +106,11 @@ static struct lm_rdm_peer *peer_find(struct lm_rdm_ep *ep, const void *addr, uin
 	return NULL;
 }
 
+struct lm_rdm_peer *lm_rdm_peer_find(struct lm_rdm_ep *ep, const void *addr)
+{
+	return peer_find(ep, addr, lm_hash_bytes(addr, ep->dom->link_ops->addrlen));
+}
+
 struct lm_rdm_peer *lm_rdm_peer_by_addr(struct lm_rdm_ep *ep, const void *addr)
 {
 	size_t alen = ep->dom->link_ops->addrlen;
@@ -675,6 +680,7 @@ static int link_open(struct lm_rdm_ep *ep, const void *name)
 	    .arg = ep,
 	    .place = lm_rdm_place,
 	    .placed = lm_rdm_placed,
+	    .lost = lm_rdm_lost,
 	    .tx_size = ep->tx_count,
 	    .rx_size = ep->rx_limit,
 	    .no_bulk = ep->dom->no_bulk,

@@ -39,6 +39,11 @@ struct lm_link_attr {
 	void *arg;
 	lm_link_place_fn place;
 	lm_link_placed_fn placed;
+	/* Optional: the link lost its connection to the peer at src_addr, and
+	 * with it whatever was in flight.  Called from inside the link's own
+	 * calls, so the engine only takes note (nothing is sent or completed
+	 * from it). */
+	void (*lost)(void *arg, const void *src_addr);
 	/* Queue depths the application asked for (tx_attr/rx_attr size). */
 	size_t tx_size, rx_size;
 	bool no_bulk; /* never offer bulk (CMA) transfers */

@@ -266,6 +266,23 @@ static void peer_mark_dead(struct lm_rdm_ep *ep, struct lm_rdm_peer *p)
 	}
 }
 
+void lm_rdm_lost(void *arg, const void *src_addr)
+{
+	struct lm_rdm_ep *ep = arg;
+	struct lm_rdm_peer *p = lm_rdm_peer_find(ep, src_addr);
+
+	if (!p)
+		return;
+	/* The rest of that payload will not come: its receive fails with
+	 * the peer's other operations, and what arrives next on a new
+	 * connection is a new message. */
+	if (p->eager) {
+		p->eager->placing = false;
+		p->eager = NULL;
+	}
+	peer_mark_dead(ep, p);
+}
+
 static ssize_t link_send(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
                          const struct lm_rdm_hdr *h, const struct iovec *iov, size_t n)
 {

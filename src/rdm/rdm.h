@@ -366,6 +366,8 @@ int lm_rdm_ep_connected(struct lm_rdm_ep *ep, const void *addr);
  * (its connection is gone): FI_ECANCELED for fi_shutdown, FI_EIO when lost. */
 void lm_rdm_ep_disconnected(struct lm_rdm_ep *ep, int err);
 struct lm_rdm_peer *lm_rdm_peer_by_addr(struct lm_rdm_ep *ep, const void *addr);
+/* The same, without making one: NULL for an address never seen. */
+struct lm_rdm_peer *lm_rdm_peer_find(struct lm_rdm_ep *ep, const void *addr);
 fi_addr_t lm_rdm_peer_fiaddr(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer);
 
 static inline struct lm_rdm_ctx *lm_rdm_ctx_of(struct fid_ep *fid)
@@ -446,6 +448,9 @@ void lm_rdm_rndv_data(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 size_t lm_rdm_place(void *arg, const void *src_addr, const void *hdr, size_t plen,
                     struct iovec *iov);
 void lm_rdm_placed(void *arg, const void *src_addr, const void *hdr, size_t plen);
+/* lm_link_attr.lost: the peer is dead until the next liveness check has
+ * failed what was in flight with it (its eager placement included). */
+void lm_rdm_lost(void *arg, const void *src_addr);
 void lm_rdm_rndv_fail(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r, int err);
 void lm_rdm_unexp_free(struct lm_rdm_ep *ep, struct lm_rdm_unexp *x);
 void lm_rdm_rx_free(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx);

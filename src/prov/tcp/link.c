@@ -85,6 +85,7 @@ struct tcp_link {
 	lm_link_recv_fn recv;
 	lm_link_place_fn place;
 	lm_link_placed_fn placed;
+	void (*on_lost)(void *arg, const void *src_addr); /* lm_link_attr.lost */
 	void *arg;
 	struct lm_list conns, dead;
 	struct lm_hmap peers;
@@ -221,6 +222,9 @@ static void conn_close(struct tcp_link *l, struct tcp_conn *c, bool broken)
 		return;
 	c->closed = true;
 	if (c->peer && c->peer->conn == c) {
+		/* The peer's data connection: what was in flight is gone. */
+		if (c->state == CONN_UP && l->on_lost)
+			l->on_lost(l->arg, &c->peer->addr);
 		c->peer->conn = NULL;
 		if (broken)
 			c->peer->broken = true;
@@ -912,6 +916,7 @@ common:
 	l->recv = attr->recv;
 	l->place = attr->place;
 	l->placed = attr->placed;
+	l->on_lost = attr->lost;
 	l->arg = attr->arg;
 	lm_list_init(&l->conns);
 	lm_list_init(&l->dead);

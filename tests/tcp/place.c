@@ -1,0 +1,937 @@
+/* place.c - the tcp provider reads a large eager payload straight into the
+ * receive it matched when the message's header came (msg.c eager_place,
+ * link.c place_continue): a raw socket in this process plays the peer and
+ * writes each message in pieces, and the receive buffers are looked at
+ * between the pieces.
+ *
+ * Endpoint A (tcp, FI_EP_RDM) is opened through the public API; each case
+ * opens a fresh raw connection to it that claims its own dead loopback
+ * port (bound, never listening: A has no reason to connect there, and the
+ * port is in A's AV so completions name it; the restart case comes back
+ * on its port as another instance).  A is progressed by fi_cq_readfrom
+ * between the writes. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+
+#include "check.h"
+#include "tcp.h"
+
+#define HELLO_LEN sizeof(struct tcp_hello)
+#define FRAME_LEN sizeof(struct tcp_frame)
+#define HDR_LEN   sizeof(struct lm_rdm_hdr)
+#define HEAD_LEN  (FRAME_LEN + HDR_LEN)
+#define PLACE_MIN (16 * 1024) /* link.c: smaller payloads are copied */
+#define GUARD     64          /* checked bytes on each side of a buffer */
+#define WAIT_MS   5000        /* bound on anything awaited */
+#define SETTLE    50          /* progress calls after each write */
+#define N_DEAD    9           /* claimed addresses: one per connection */
+#define MAX_COMP  16
+#define MSG_LEN   40000
+#define FIRST     1000  /* payload bytes written with the header */
+#define PIECE     13000 /* then pieces of this size */
+#define TAG       0x5eed0000c0ffeeULL
+#define SREQ      0x1234500000007ULL
+#define CQ_DATA   0xfeedbeefULL
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Position-dependent patterns, so a shifted or stray copy shows. */
+static uint8_t pat(size_t i, unsigned salt)
+{
+	return (uint8_t)(i * 131 + (i >> 8) * 7 + salt * 29 + 0x5a);
+}
+
+static void pat_fill(uint8_t *p, size_t n, unsigned salt)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = pat(i, salt);
+}
+
+/* Whether p[from, to) still holds pattern salt (indexed from p). */
+static bool pat_ok(const uint8_t *p, size_t from, size_t to, unsigned salt)
+{
+	for (size_t i = from; i < to; i++)
+		if (p[i] != pat(i, salt))
+			return false;
+	return true;
+}
+
+/* A receive buffer with guards: [GUARD][cap bytes of poison][GUARD]. */
+struct gbuf {
+	uint8_t *mem, *buf;
+	size_t cap;
+	unsigned salt;
+};
+
+static int gbuf_new(struct gbuf *g, size_t cap, unsigned salt)
+{
+	g->mem = malloc(cap + 2 * GUARD);
+	if (!g->mem)
+		return -1;
+	g->buf = g->mem + GUARD;
+	g->cap = cap;
+	g->salt = salt;
+	pat_fill(g->mem, GUARD, salt);
+	pat_fill(g->buf, cap, salt + 1);
+	pat_fill(g->buf + cap, GUARD, salt + 2);
+	return 0;
+}
+
+static bool gbuf_guards_ok(const struct gbuf *g)
+{
+	return pat_ok(g->mem, 0, GUARD, g->salt) &&
+	       pat_ok(g->buf + g->cap, 0, GUARD, g->salt + 2);
+}
+
+/* The buffer's bytes [from, to) were not written. */
+static bool gbuf_untouched(const struct gbuf *g, size_t from, size_t to)
+{
+	return pat_ok(g->buf, from, to, g->salt + 1);
+}
+
+/* ---- endpoint A and its completions --------------------------------------- */
+
+static struct fi_info *info;
+static struct fid_fabric *fabric;
+static struct fid_domain *domain;
+static struct fid_av *av;
+static struct fid_ep *ep;
+static struct fid_cq *cq;
+static struct sockaddr_in a_addr;
+
+static int dead_fd[N_DEAD];
+static struct sockaddr_in dead_addr[N_DEAD];
+static fi_addr_t dead_fa[N_DEAD];
+
+struct comp {
+	void *ctx;
+	uint64_t flags;
+	size_t len, olen;
+	void *buf;
+	uint64_t data, tag;
+	fi_addr_t src;
+	int err; /* 0: a success entry */
+};
+
+static struct comp comps[MAX_COMP];
+static int ncomp;
+
+static void comp_add(const struct comp *c)
+{
+	if (ncomp < MAX_COMP)
+		comps[ncomp++] = *c;
+	else
+		CHECK(!"more completions than expected");
+}
+
+/* One progress call: A's CQ read dry. */
+static void poll_a(void)
+{
+	struct fi_cq_tagged_entry e[8];
+	fi_addr_t src[8];
+
+	for (;;) {
+		ssize_t n = fi_cq_readfrom(cq, e, 8, src);
+
+		if (n > 0) {
+			for (ssize_t i = 0; i < n; i++)
+				comp_add(&(struct comp){.ctx = e[i].op_context,
+				                        .flags = e[i].flags,
+				                        .len = e[i].len,
+				                        .buf = e[i].buf,
+				                        .data = e[i].data,
+				                        .tag = e[i].tag,
+				                        .src = src[i]});
+			continue;
+		}
+		if (n == -FI_EAVAIL) {
+			struct fi_cq_err_entry ee = {0};
+
+			CHECK_INT(fi_cq_readerr(cq, &ee, 0), 1);
+			comp_add(&(struct comp){.ctx = ee.op_context,
+			                        .flags = ee.flags,
+			                        .len = ee.len,
+			                        .olen = ee.olen,
+			                        .buf = ee.buf,
+			                        .data = ee.data,
+			                        .tag = ee.tag,
+			                        .src = FI_ADDR_NOTAVAIL,
+			                        .err = ee.err ? ee.err : -1});
+			continue;
+		}
+		if (n != -FI_EAGAIN)
+			CHECK_INT(n, -FI_EAGAIN);
+		return;
+	}
+}
+
+static void settle(void)
+{
+	for (int i = 0; i < SETTLE; i++)
+		poll_a();
+}
+
+/* The end of a case: its receive completed and is no longer posted (else
+ * it is cancelled, so its buffer can go). */
+static void retire(void *ctx)
+{
+	int ret = fi_cancel(&ep->fid, ctx);
+
+	CHECK_INT(ret, -FI_ENOENT);
+	if (!ret)
+		settle();
+}
+
+/* Progress until n entries arrived; whether they did within WAIT_MS. */
+static bool wait_comps(int n)
+{
+	uint64_t deadline = now_ms() + WAIT_MS;
+
+	while (ncomp < n && now_ms() < deadline)
+		poll_a();
+	return ncomp >= n;
+}
+
+/* Progress until buf[0, n) equals want (A placed that much); whether it
+ * did within WAIT_MS. */
+static bool wait_placed(const uint8_t *buf, const uint8_t *want, size_t n)
+{
+	uint64_t deadline = now_ms() + WAIT_MS;
+
+	while (memcmp(buf, want, n)) {
+		if (now_ms() >= deadline)
+			return false;
+		poll_a();
+	}
+	return true;
+}
+
+static int setup(void)
+{
+	struct fi_info *hints = fi_allocinfo();
+	struct fi_av_attr ava = {.type = FI_AV_TABLE};
+	struct fi_cq_attr cqa = {.format = FI_CQ_FORMAT_TAGGED, .size = 1024};
+	size_t len = sizeof(a_addr), min_multi = PLACE_MIN;
+	int ret;
+
+	if (!hints)
+		return -1;
+	hints->fabric_attr->prov_name = strdup("tcp");
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->addr_format = FI_SOCKADDR_IN;
+	hints->caps = FI_MSG | FI_TAGGED | FI_MULTI_RECV | FI_SOURCE;
+	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED;
+	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info);
+	fi_freeinfo(hints);
+	CHECK_INT(ret, 0);
+	if (ret)
+		return -1;
+	CHECK_STR(info->fabric_attr->prov_name, "tcp");
+	CHECK_INT(fi_fabric(info->fabric_attr, &fabric, NULL), 0);
+	CHECK_INT(fi_domain(fabric, info, &domain, NULL), 0);
+	CHECK_INT(fi_av_open(domain, &ava, &av, NULL), 0);
+	CHECK_INT(fi_endpoint(domain, info, &ep, NULL), 0);
+	CHECK_INT(fi_cq_open(domain, &cqa, &cq, NULL), 0);
+	if (!ep || !cq || !av)
+		return -1;
+	CHECK_INT(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV), 0);
+	CHECK_INT(fi_ep_bind(ep, &av->fid, 0), 0);
+	CHECK_INT(fi_setopt(&ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min_multi,
+	                    sizeof(min_multi)),
+	          0);
+	CHECK_INT(fi_enable(ep), 0);
+	CHECK_INT(fi_getname(&ep->fid, &a_addr, &len), 0);
+	CHECK_INT(len, sizeof(a_addr));
+	CHECK_INT(a_addr.sin_family, AF_INET);
+	CHECK_HEX(a_addr.sin_addr.s_addr, htonl(INADDR_LOOPBACK));
+
+	for (int i = 0; i < N_DEAD; i++) {
+		socklen_t alen = sizeof(dead_addr[i]);
+
+		dead_fd[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		dead_addr[i] = (struct sockaddr_in){
+		    .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+		if (dead_fd[i] < 0 ||
+		    bind(dead_fd[i], (struct sockaddr *)&dead_addr[i],
+		         sizeof(dead_addr[i])) ||
+		    getsockname(dead_fd[i], (struct sockaddr *)&dead_addr[i], &alen)) {
+			perror("binding a loopback port");
+			return -1;
+		}
+		CHECK_INT(fi_av_insert(av, &dead_addr[i], 1, &dead_fa[i], 0, NULL), 1);
+	}
+	return check_failures ? -1 : 0;
+}
+
+/* ---- the raw peer --------------------------------------------------------- */
+
+struct raw {
+	int fd;
+	fi_addr_t fa; /* what A's completions name as its source */
+};
+
+/* All of p, A progressed whenever the socket is full. */
+static bool raw_write(struct raw *r, const void *p, size_t n)
+{
+	uint64_t deadline = now_ms() + WAIT_MS;
+	const uint8_t *b = p;
+
+	while (n) {
+		ssize_t k = send(r->fd, b, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (k > 0) {
+			b += k;
+			n -= (size_t)k;
+			continue;
+		}
+		if (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+			perror("send to A");
+			return false;
+		}
+		if (now_ms() >= deadline)
+			return false;
+		poll_a();
+	}
+	return true;
+}
+
+/* Exactly n bytes from A, progressing it meanwhile; whether they came
+ * within WAIT_MS. */
+static bool raw_read(struct raw *r, void *p, size_t n)
+{
+	uint64_t deadline = now_ms() + WAIT_MS;
+	uint8_t *b = p;
+
+	while (n) {
+		ssize_t k = recv(r->fd, b, n, MSG_DONTWAIT);
+
+		if (k > 0) {
+			b += k;
+			n -= (size_t)k;
+			continue;
+		}
+		if (k == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+			return false;
+		if (now_ms() >= deadline)
+			return false;
+		poll_a();
+	}
+	return true;
+}
+
+/* Whether A has sent nothing on r (that has arrived). */
+static bool raw_quiet(struct raw *r)
+{
+	uint8_t b;
+	ssize_t k = recv(r->fd, &b, 1, MSG_DONTWAIT | MSG_PEEK);
+
+	return k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+/* Connect to A and do the handshake as the endpoint instance at dead
+ * port i. */
+static bool raw_open_as(struct raw *r, int i, uint64_t instance)
+{
+	struct tcp_hello h = {.magic = TCP_MAGIC,
+	                      .version = TCP_PROTO_VERSION,
+	                      .kind = TCP_HELLO_RDM,
+	                      .instance = instance,
+	                      .addrlen = sizeof(struct sockaddr_in)};
+	struct tcp_hello ack;
+
+	r->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	r->fa = dead_fa[i];
+	if (r->fd < 0 || connect(r->fd, (struct sockaddr *)&a_addr, sizeof(a_addr))) {
+		perror("connect to A");
+		return false;
+	}
+	memcpy(h.addr, &dead_addr[i], sizeof(dead_addr[i]));
+	if (!raw_write(r, &h, sizeof(h)) || !raw_read(r, &ack, sizeof(ack))) {
+		fprintf(stderr, "place: no handshake answer from A\n");
+		return false;
+	}
+	CHECK_INT(tcp_hello_check(&ack, TCP_HELLO_ACK), 0);
+	CHECK(!memcmp(ack.addr, &a_addr, sizeof(a_addr)));
+	return ack.kind == TCP_HELLO_ACK;
+}
+
+static bool raw_open(struct raw *r, int i)
+{
+	return raw_open_as(r, i, 0x7100u + (unsigned)i);
+}
+
+static void raw_close(struct raw *r)
+{
+	if (r->fd >= 0)
+		close(r->fd);
+	r->fd = -1;
+}
+
+/* An EAGER frame of payload (len bytes) into out; returns its length. */
+static size_t eager_frame(uint8_t *out, uint16_t hflags, uint64_t tag, uint64_t data,
+                          uint64_t sreq, const uint8_t *payload, size_t len)
+{
+	struct tcp_frame f = {.len = (uint32_t)len, .hdr_len = (uint16_t)HDR_LEN};
+	struct lm_rdm_hdr h = {.version = LM_RDM_WIRE_VERSION,
+	                       .op = LM_OP_EAGER,
+	                       .flags = hflags,
+	                       .len = (uint32_t)len,
+	                       .size = len,
+	                       .tag = tag,
+	                       .data = data,
+	                       .sreq = sreq};
+
+	memcpy(out, &f, FRAME_LEN);
+	memcpy(out + FRAME_LEN, &h, HDR_LEN);
+	memcpy(out + HEAD_LEN, payload, len);
+	return HEAD_LEN + len;
+}
+
+/* A message in the making: its bytes, how many went out. */
+struct stream {
+	struct raw *r;
+	uint8_t *bytes;
+	size_t len, off;
+};
+
+/* The next n bytes of s to A, then A progressed. */
+static bool stream_send(struct stream *s, size_t n)
+{
+	bool ok;
+
+	if (n > s->len - s->off)
+		n = s->len - s->off;
+	ok = raw_write(s->r, s->bytes + s->off, n);
+	s->off += n;
+	settle();
+	return ok;
+}
+
+/* The usual cutting of one message: header and FIRST payload bytes,
+ * then two PIECEs; the rest is left for the caller to send. */
+static bool stream_head(struct stream *s)
+{
+	return stream_send(s, HEAD_LEN + FIRST) && stream_send(s, PIECE) &&
+	       stream_send(s, PIECE);
+}
+
+/* ---- the cases -------------------------------------------------------------- */
+
+/* 1: a posted 64 KiB receive holds the first bytes of a 40,000-byte
+ * message before the rest is written: the payload is placed, not copied
+ * out of the link's buffer once whole. */
+static void case_placed(void)
+{
+	static uint8_t payload[MSG_LEN], bytes[HEAD_LEN + MSG_LEN];
+	struct raw r;
+	struct stream s = {&r, bytes, 0, 0};
+	struct gbuf g;
+	int ctx;
+
+	fprintf(stderr, "case 1: placed into a posted receive\n");
+	ncomp = 0;
+	if (gbuf_new(&g, 65536, 10) || !raw_open(&r, 0)) {
+		CHECK(!"case 1 setup");
+		return;
+	}
+	pat_fill(payload, MSG_LEN, 1);
+	s.len = eager_frame(bytes, 0, 0, 0, SREQ, payload, MSG_LEN);
+	CHECK_INT(fi_recv(ep, g.buf, g.cap, NULL, FI_ADDR_UNSPEC, &ctx), 0);
+
+	CHECK(stream_send(&s, HEAD_LEN + FIRST));
+	/* Matched at the header: the first bytes are in the buffer already. */
+	CHECK(wait_placed(g.buf, payload, FIRST));
+	CHECK(stream_send(&s, PIECE));
+	CHECK(stream_send(&s, PIECE));
+	CHECK(wait_placed(g.buf, payload, FIRST + 2 * PIECE));
+	CHECK(gbuf_untouched(&g, FIRST + 2 * PIECE, g.cap));
+	CHECK_INT(ncomp, 0);
+
+	CHECK(stream_send(&s, s.len));
+	CHECK(wait_comps(1));
+	settle();
+	CHECK_INT(ncomp, 1);
+	if (ncomp >= 1) {
+		CHECK_INT(comps[0].err, 0);
+		CHECK(comps[0].ctx == &ctx);
+		CHECK_INT(comps[0].len, MSG_LEN);
+		CHECK_HEX(comps[0].flags, FI_RECV | FI_MSG);
+		CHECK(!comps[0].buf || comps[0].buf == g.buf);
+		CHECK_INT(comps[0].src, r.fa);
+	}
+	CHECK(!memcmp(g.buf, payload, MSG_LEN));
+	CHECK(gbuf_untouched(&g, MSG_LEN, g.cap));
+	CHECK(gbuf_guards_ok(&g));
+	CHECK(raw_quiet(&r)); /* no ACK asked, none sent */
+	raw_close(&r);
+	retire(&ctx);
+	free(g.mem);
+}
+
+/* 2: a 40,000-byte message into a 20,000-byte receive: FI_ETRUNC with
+ * what fits delivered and nothing written past it. */
+static void case_truncated(void)
+{
+	static uint8_t payload[MSG_LEN], bytes[HEAD_LEN + MSG_LEN];
+	struct raw r;
+	struct stream s = {&r, bytes, 0, 0};
+	struct gbuf g;
+	int ctx;
+
+	fprintf(stderr, "case 2: truncated\n");
+	ncomp = 0;
+	if (gbuf_new(&g, 20000, 20) || !raw_open(&r, 1)) {
+		CHECK(!"case 2 setup");
+		return;
+	}
+	pat_fill(payload, MSG_LEN, 2);
+	s.len = eager_frame(bytes, 0, 0, 0, SREQ, payload, MSG_LEN);
+	CHECK_INT(fi_recv(ep, g.buf, g.cap, NULL, FI_ADDR_UNSPEC, &ctx), 0);
+	CHECK(stream_head(&s));
+	CHECK_INT(ncomp, 0);
+	CHECK(gbuf_guards_ok(&g));
+
+	CHECK(stream_send(&s, s.len));
+	CHECK(wait_comps(1));
+	settle();
+	CHECK_INT(ncomp, 1);
+	if (ncomp >= 1) {
+		/* man fi_cq: len what was placed, olen what did not fit. */
+		CHECK_INT(comps[0].err, FI_ETRUNC);
+		CHECK(comps[0].ctx == &ctx);
+		CHECK_INT(comps[0].len, 20000);
+		CHECK_INT(comps[0].olen, MSG_LEN - 20000);
+		CHECK_HEX(comps[0].flags, FI_RECV | FI_MSG);
+	}
+	CHECK(!memcmp(g.buf, payload, 20000));
+	CHECK(gbuf_guards_ok(&g));
+	raw_close(&r);
+	retire(&ctx);
+	free(g.mem);
+}
+
+/* 3: a tagged message with remote CQ data asking for delivery complete:
+ * placed, completed with its tag and data, and ACKed to its sender's
+ * request only once it is all in. */
+static void case_tagged_ack(void)
+{
+	enum { LEN = 30000 };
+	static uint8_t payload[LEN], bytes[HEAD_LEN + LEN];
+	struct raw r;
+	struct stream s = {&r, bytes, 0, 0};
+	struct gbuf g;
+	struct tcp_frame f;
+	struct lm_rdm_hdr h;
+	uint8_t ans[HEAD_LEN];
+	int ctx;
+
+	fprintf(stderr, "case 3: tagged, delivery complete\n");
+	ncomp = 0;
+	if (gbuf_new(&g, 32768, 30) || !raw_open(&r, 2)) {
+		CHECK(!"case 3 setup");
+		return;
+	}
+	pat_fill(payload, LEN, 3);
+	s.len = eager_frame(bytes, LM_HF_TAGGED | LM_HF_ACK | LM_HF_CQ_DATA, TAG, CQ_DATA,
+	                    SREQ, payload, LEN);
+	CHECK_INT(fi_trecv(ep, g.buf, g.cap, NULL, FI_ADDR_UNSPEC, TAG, 0, &ctx), 0);
+	CHECK(stream_head(&s));
+	CHECK(wait_placed(g.buf, payload, FIRST + 2 * PIECE));
+	CHECK_INT(ncomp, 0);
+	CHECK(raw_quiet(&r)); /* not delivered yet: no ACK */
+
+	CHECK(stream_send(&s, s.len));
+	CHECK(wait_comps(1));
+	CHECK_INT(ncomp, 1);
+	if (ncomp >= 1) {
+		CHECK_INT(comps[0].err, 0);
+		CHECK(comps[0].ctx == &ctx);
+		CHECK_INT(comps[0].len, LEN);
+		CHECK_HEX(comps[0].flags, FI_RECV | FI_TAGGED | FI_REMOTE_CQ_DATA);
+		CHECK_HEX(comps[0].tag, TAG);
+		CHECK_HEX(comps[0].data, CQ_DATA);
+		CHECK_INT(comps[0].src, r.fa);
+	}
+	CHECK(!memcmp(g.buf, payload, LEN));
+	CHECK(gbuf_untouched(&g, LEN, g.cap));
+	CHECK(gbuf_guards_ok(&g));
+
+	CHECK(raw_read(&r, ans, sizeof(ans)));
+	memcpy(&f, ans, FRAME_LEN);
+	memcpy(&h, ans + FRAME_LEN, HDR_LEN);
+	CHECK_INT(tcp_frame_check(&f, HDR_LEN, 65536), 0);
+	CHECK_INT(f.len, 0);
+	CHECK_INT(h.version, LM_RDM_WIRE_VERSION);
+	CHECK_INT(h.op, LM_OP_ACK);
+	CHECK_INT(h.len, 0);
+	CHECK_HEX(h.sreq, SREQ);
+	CHECK_HEX(h.rreq, 0); /* the status: success */
+	settle();
+	CHECK(raw_quiet(&r)); /* one answer only */
+	raw_close(&r);
+	retire(&ctx);
+	free(g.mem);
+}
+
+/* 4: one multi-receive buffer of 100,000 bytes (at most 16 KiB left
+ * unused): 40,000 + 40,000 + 20,000 bytes placed one after the other, the
+ * last two written back to back so the third's header arrives behind the
+ * second's payload; the third uses the buffer up and says so. */
+static void case_multi(void)
+{
+	enum { CAP = 100000, LAST = 20000 };
+	static uint8_t payload[3][MSG_LEN], bytes[2 * HEAD_LEN + MSG_LEN + LAST];
+	static uint8_t one[HEAD_LEN + MSG_LEN];
+	static const size_t lens[3] = {MSG_LEN, MSG_LEN, LAST};
+	struct raw r;
+	struct stream s = {&r, one, 0, 0};
+	struct gbuf g;
+	struct iovec iov;
+	struct fi_msg m = {.msg_iov = &iov, .iov_count = 1, .addr = FI_ADDR_UNSPEC};
+	size_t n2, n3, rest2;
+	int ctx;
+
+	fprintf(stderr, "case 4: multi-receive\n");
+	ncomp = 0;
+	if (gbuf_new(&g, CAP, 40) || !raw_open(&r, 3)) {
+		CHECK(!"case 4 setup");
+		return;
+	}
+	for (int i = 0; i < 3; i++)
+		pat_fill(payload[i], lens[i], 40u + (unsigned)i);
+	iov = (struct iovec){g.buf, g.cap};
+	m.context = &ctx;
+	CHECK_INT(fi_recvmsg(ep, &m, FI_MULTI_RECV), 0);
+
+	/* First message, alone. */
+	s.len = eager_frame(one, 0, 0, 0, SREQ, payload[0], MSG_LEN);
+	CHECK(stream_head(&s));
+	CHECK(wait_placed(g.buf, payload[0], FIRST + 2 * PIECE));
+	CHECK(gbuf_untouched(&g, FIRST + 2 * PIECE, g.cap));
+	CHECK_INT(ncomp, 0);
+	CHECK(stream_send(&s, s.len));
+	CHECK(wait_comps(1));
+
+	/* Second and third as one stream, cut across their boundary. */
+	n2 = eager_frame(bytes, 0, 0, 0, SREQ + 1, payload[1], MSG_LEN);
+	n3 = eager_frame(bytes + n2, 0, 0, 0, SREQ + 2, payload[2], LAST);
+	s = (struct stream){&r, bytes, n2 + n3, 0};
+	CHECK(stream_head(&s));
+	CHECK(wait_placed(g.buf + MSG_LEN, payload[1], FIRST + 2 * PIECE));
+	CHECK_INT(ncomp, 1);
+	rest2 = n2 - s.off;
+	CHECK(stream_send(&s, rest2 + HEAD_LEN + FIRST));
+	CHECK(wait_comps(2));
+	CHECK(wait_placed(g.buf + 2 * MSG_LEN, payload[2], FIRST));
+	CHECK(stream_send(&s, PIECE));
+	CHECK(wait_placed(g.buf + 2 * MSG_LEN, payload[2], FIRST + PIECE));
+	CHECK_INT(ncomp, 2);
+	CHECK(stream_send(&s, s.len));
+	CHECK(wait_comps(3));
+	settle();
+
+	CHECK_INT(ncomp, 3);
+	for (int i = 0; i < 3 && i < ncomp; i++) {
+		CHECK_INT(comps[i].err, 0);
+		CHECK(comps[i].ctx == &ctx);
+		CHECK_INT(comps[i].len, lens[i]);
+		CHECK(comps[i].buf == g.buf + (size_t)i * MSG_LEN);
+		CHECK_INT(comps[i].src, r.fa);
+		/* man fi_msg: the entry that releases the buffer carries
+		 * FI_MULTI_RECV; 20,000 then 0 bytes left, so only the last. */
+		CHECK_HEX(comps[i].flags,
+		          FI_RECV | FI_MSG | (i == 2 ? FI_MULTI_RECV : 0));
+		CHECK(!memcmp(g.buf + (size_t)i * MSG_LEN, payload[i], lens[i]));
+	}
+	CHECK(gbuf_guards_ok(&g));
+	raw_close(&r);
+	retire(&ctx);
+	free(g.mem);
+}
+
+/* 5: the peer goes away with 10,000 of 40,000 bytes placed: the receive
+ * ends in an error entry (not a success, not silence), and the buffer is
+ * not written after that. */
+static void case_peer_dies(void)
+{
+	enum { SENT = 10000 };
+	static uint8_t payload[MSG_LEN], bytes[HEAD_LEN + MSG_LEN];
+	struct raw r;
+	struct stream s = {&r, bytes, 0, 0};
+	struct gbuf g;
+	int ctx;
+
+	fprintf(stderr, "case 5: the peer dies mid-payload\n");
+	ncomp = 0;
+	if (gbuf_new(&g, 65536, 50) || !raw_open(&r, 4)) {
+		CHECK(!"case 5 setup");
+		return;
+	}
+	pat_fill(payload, MSG_LEN, 5);
+	s.len = eager_frame(bytes, 0, 0, 0, SREQ, payload, MSG_LEN);
+	CHECK_INT(fi_recv(ep, g.buf, g.cap, NULL, FI_ADDR_UNSPEC, &ctx), 0);
+	CHECK(stream_send(&s, HEAD_LEN + SENT));
+	CHECK(wait_placed(g.buf, payload, SENT));
+	CHECK_INT(ncomp, 0);
+
+	raw_close(&r);
+	CHECK(wait_comps(1));
+	settle();
+	CHECK_INT(ncomp, 1);
+	if (ncomp >= 1) {
+		/* The engine's code for a lost peer (progress.c check_peers). */
+		CHECK_INT(comps[0].err, FI_EIO);
+		CHECK(comps[0].ctx == &ctx);
+		CHECK(comps[0].flags & FI_RECV);
+		CHECK(comps[0].flags & FI_MSG);
+	}
+	CHECK(gbuf_untouched(&g, SENT, g.cap));
+	CHECK(gbuf_guards_ok(&g));
+	retire(&ctx);
+	free(g.mem);
+}
+
+/* 6: no receive posted while the message arrives: it is kept (copied)
+ * and the receive posted afterwards gets it whole. */
+static void case_unexpected(void)
+{
+	static uint8_t payload[MSG_LEN], bytes[HEAD_LEN + MSG_LEN];
+	struct raw r;
+	struct stream s = {&r, bytes, 0, 0};
+	struct gbuf g;
+	int ctx;
+
+	fprintf(stderr, "case 6: unexpected\n");
+	ncomp = 0;
+	if (gbuf_new(&g, 65536, 60) || !raw_open(&r, 5)) {
+		CHECK(!"case 6 setup");
+		return;
+	}
+	pat_fill(payload, MSG_LEN, 6);
+	s.len = eager_frame(bytes, 0, 0, 0, SREQ, payload, MSG_LEN);
+	CHECK(stream_head(&s));
+	CHECK(stream_send(&s, s.len));
+	settle();
+	CHECK_INT(ncomp, 0);
+	CHECK(gbuf_untouched(&g, 0, g.cap));
+
+	CHECK_INT(fi_recv(ep, g.buf, g.cap, NULL, FI_ADDR_UNSPEC, &ctx), 0);
+	CHECK(wait_comps(1));
+	settle();
+	CHECK_INT(ncomp, 1);
+	if (ncomp >= 1) {
+		CHECK_INT(comps[0].err, 0);
+		CHECK(comps[0].ctx == &ctx);
+		CHECK_INT(comps[0].len, MSG_LEN);
+		CHECK_HEX(comps[0].flags, FI_RECV | FI_MSG);
+		CHECK_INT(comps[0].src, r.fa);
+	}
+	CHECK(!memcmp(g.buf, payload, MSG_LEN));
+	CHECK(gbuf_untouched(&g, MSG_LEN, g.cap));
+	CHECK(gbuf_guards_ok(&g));
+	raw_close(&r);
+	retire(&ctx);
+	free(g.mem);
+}
+
+/* 7: the receive is posted while the payload is half in the link's
+ * buffer: the message still arrives whole and exact, once. */
+static void case_posted_midway(void)
+{
+	static uint8_t payload[MSG_LEN], bytes[HEAD_LEN + MSG_LEN];
+	struct raw r;
+	struct stream s = {&r, bytes, 0, 0};
+	struct gbuf g;
+	int ctx;
+
+	fprintf(stderr, "case 7: receive posted mid-payload\n");
+	ncomp = 0;
+	if (gbuf_new(&g, 65536, 70) || !raw_open(&r, 6)) {
+		CHECK(!"case 7 setup");
+		return;
+	}
+	pat_fill(payload, MSG_LEN, 7);
+	s.len = eager_frame(bytes, 0, 0, 0, SREQ, payload, MSG_LEN);
+	CHECK(stream_send(&s, HEAD_LEN + FIRST));
+	CHECK(stream_send(&s, PIECE));
+	CHECK_INT(ncomp, 0);
+	CHECK_INT(fi_recv(ep, g.buf, g.cap, NULL, FI_ADDR_UNSPEC, &ctx), 0);
+	settle();
+	CHECK_INT(ncomp, 0);
+	CHECK(stream_send(&s, PIECE));
+	CHECK(stream_send(&s, s.len));
+	CHECK(wait_comps(1));
+	settle();
+	CHECK_INT(ncomp, 1);
+	if (ncomp >= 1) {
+		CHECK_INT(comps[0].err, 0);
+		CHECK(comps[0].ctx == &ctx);
+		CHECK_INT(comps[0].len, MSG_LEN);
+		CHECK_HEX(comps[0].flags, FI_RECV | FI_MSG);
+	}
+	CHECK(!memcmp(g.buf, payload, MSG_LEN));
+	CHECK(gbuf_untouched(&g, MSG_LEN, g.cap));
+	CHECK(gbuf_guards_ok(&g));
+	raw_close(&r);
+	retire(&ctx);
+	free(g.mem);
+}
+
+/* 8: the peer restarts (a new connection from its address with another
+ * instance) with 10,000 of 40,000 bytes placed, and sends a new message:
+ * the interrupted receive ends in an error entry, and the new message goes
+ * to the next receive, whole and with its own length, not into the
+ * interrupted one. */
+static void case_peer_restarts(void)
+{
+	enum { SENT = 10000, LEN2 = 100 };
+	static uint8_t payload[MSG_LEN], bytes[HEAD_LEN + MSG_LEN];
+	uint8_t payload2[LEN2], bytes2[HEAD_LEN + LEN2];
+	struct raw r, r2;
+	struct stream s = {&r, bytes, 0, 0};
+	struct gbuf g, g2;
+	int ctx, ctx2;
+
+	fprintf(stderr, "case 8: the peer restarts mid-payload\n");
+	ncomp = 0;
+	if (gbuf_new(&g, 65536, 80) || gbuf_new(&g2, 65536, 90) || !raw_open(&r, 8)) {
+		CHECK(!"case 8 setup");
+		return;
+	}
+	pat_fill(payload, MSG_LEN, 9);
+	pat_fill(payload2, LEN2, 10);
+	s.len = eager_frame(bytes, 0, 0, 0, SREQ, payload, MSG_LEN);
+	CHECK_INT(fi_recv(ep, g.buf, g.cap, NULL, FI_ADDR_UNSPEC, &ctx), 0);
+	CHECK(stream_send(&s, HEAD_LEN + SENT));
+	CHECK(wait_placed(g.buf, payload, SENT));
+	CHECK_INT(ncomp, 0);
+
+	CHECK_INT(fi_recv(ep, g2.buf, g2.cap, NULL, FI_ADDR_UNSPEC, &ctx2), 0);
+	if (!raw_open_as(&r2, 8, 0x7200u)) {
+		CHECK(!"case 8 reconnect");
+		raw_close(&r);
+		retire(&ctx);
+		retire(&ctx2);
+		free(g.mem);
+		free(g2.mem);
+		return;
+	}
+	CHECK(raw_write(&r2, bytes2,
+	                eager_frame(bytes2, 0, 0, 0, SREQ + 1, payload2, LEN2)));
+	CHECK(wait_comps(2));
+	settle();
+	CHECK_INT(ncomp, 2);
+	for (int i = 0; i < ncomp; i++) {
+		if (comps[i].ctx != &ctx ? comps[i].err || comps[i].len != LEN2
+		                         : comps[i].err != FI_EIO)
+			fprintf(stderr, "case 8: the %s receive: err %d len %zu\n",
+			        comps[i].ctx == &ctx ? "interrupted" : "next",
+			        comps[i].err, comps[i].len);
+		if (comps[i].ctx == &ctx) {
+			CHECK_INT(comps[i].err, FI_EIO);
+			CHECK(comps[i].flags & FI_RECV);
+		} else {
+			CHECK(comps[i].ctx == &ctx2);
+			CHECK_INT(comps[i].err, 0);
+			CHECK_INT(comps[i].len, LEN2);
+			CHECK_HEX(comps[i].flags, FI_RECV | FI_MSG);
+		}
+	}
+	CHECK(gbuf_untouched(&g, SENT, g.cap));
+	CHECK(!memcmp(g2.buf, payload2, LEN2));
+	CHECK(gbuf_untouched(&g2, LEN2, g2.cap));
+	CHECK(gbuf_guards_ok(&g));
+	CHECK(gbuf_guards_ok(&g2));
+	raw_close(&r);
+	raw_close(&r2);
+	retire(&ctx);
+	retire(&ctx2);
+	free(g.mem);
+	free(g2.mem);
+}
+
+/* After all that, A still takes a new peer's message. */
+static void case_still_works(void)
+{
+	enum { LEN = 100 };
+	uint8_t payload[LEN], bytes[HEAD_LEN + LEN], buf[LEN];
+	struct raw r;
+	int ctx;
+
+	fprintf(stderr, "after: a fresh connection\n");
+	ncomp = 0;
+	if (!raw_open(&r, 7)) {
+		CHECK(!"final setup");
+		return;
+	}
+	pat_fill(payload, LEN, 8);
+	memset(buf, 0, sizeof(buf));
+	CHECK_INT(fi_recv(ep, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, &ctx), 0);
+	CHECK(raw_write(&r, bytes, eager_frame(bytes, 0, 0, 0, SREQ, payload, LEN)));
+	CHECK(wait_comps(1));
+	settle();
+	CHECK_INT(ncomp, 1);
+	if (ncomp >= 1) {
+		CHECK_INT(comps[0].err, 0);
+		CHECK(comps[0].ctx == &ctx);
+		CHECK_INT(comps[0].len, LEN);
+	}
+	CHECK(!memcmp(buf, payload, LEN));
+	raw_close(&r);
+	retire(&ctx);
+}
+
+int main(void)
+{
+	uint64_t t0 = now_ms();
+
+	/* The endpoint must be on loopback whatever the environment. */
+	setenv("FI_TCP_IFACE", "lo", 0);
+	if (setup()) {
+		fprintf(stderr, "place: setup failed\n");
+		return 1;
+	}
+	case_placed();
+	case_truncated();
+	case_tagged_ack();
+	case_multi();
+	case_peer_dies();
+	case_unexpected();
+	case_posted_midway();
+	case_peer_restarts();
+	case_still_works();
+
+	CHECK_INT(fi_close(&ep->fid), 0);
+	CHECK_INT(fi_close(&cq->fid), 0);
+	CHECK_INT(fi_close(&av->fid), 0);
+	CHECK_INT(fi_close(&domain->fid), 0);
+	CHECK_INT(fi_close(&fabric->fid), 0);
+	fi_freeinfo(info);
+	for (int i = 0; i < N_DEAD; i++)
+		close(dead_fd[i]);
+	fprintf(stderr, "place: %llu ms\n", (unsigned long long)(now_ms() - t0));
+	return check_done();
+}
