@@ -55,7 +55,7 @@
 #define HELLO_LEN    sizeof(struct tcp_hello)
 #define FRAME_LEN    sizeof(struct tcp_frame)
 #define HDR_LEN      sizeof(struct lm_rdm_hdr)
-#define MAX_PAYLOAD  65536        /* the link's max_payload (link.c) */
+#define MAX_PAYLOAD  TCP_MAX_PAYLOAD /* the link's max_payload (proto.h) */
 #define GUARD        64           /* bytes checked on each side of a receive buffer */
 #define MR_GUARD     4096         /* on each side of a region */
 #define TOP_TAG      (1ULL << 63) /* tags of the exchanges with B only */

@@ -13,7 +13,7 @@
 #define HELLO_LEN   sizeof(struct tcp_hello)
 #define FRAME_LEN   sizeof(struct tcp_frame)
 #define HDR_LEN     sizeof(struct lm_rdm_hdr)
-#define MAX_PAYLOAD 65536 /* the link's max_payload (link.c) */
+#define MAX_PAYLOAD TCP_MAX_PAYLOAD /* the link's max_payload (proto.h) */
 
 static void st64(uint8_t *p, uint64_t v)
 {

@@ -22,10 +22,12 @@
 
 #include "tcp.h"
 
-#define TCP_MAX_PAYLOAD (64 * 1024)
 #define TCP_HDR_MAX     64           /* largest engine header taken */
 #define PLACE_MIN       (16 * 1024)  /* smaller payloads are copied */
 #define TCP_IN_CAP      (256 * 1024) /* at least one whole packet */
+
+_Static_assert(TCP_IN_CAP >= sizeof(struct tcp_frame) + TCP_HDR_MAX + TCP_MAX_PAYLOAD,
+               "the input buffer holds a whole packet");
 #define EV_BATCH        32
 
 enum conn_state {

@@ -97,4 +97,10 @@ struct tcp_frame {
 
 _Static_assert(sizeof(struct tcp_frame) == 8, "frame header is 8 bytes");
 
+/* The most payload one frame carries (the link's max_payload): rendezvous
+ * data goes in pieces of this size.  Large, so a stream costs few frames
+ * and system calls; the receiver's input buffer holds one whole frame for
+ * the copying path. */
+#define TCP_MAX_PAYLOAD (192 * 1024)
+
 #endif
