@@ -49,24 +49,7 @@ static struct fi_ep_attr shm_ep = {
 };
 static struct fi_domain_attr shm_dom = {
     .name = "shm",
-    .threading = FI_THREAD_SAFE,
-    .control_progress = FI_PROGRESS_MANUAL,
-    .data_progress = FI_PROGRESS_MANUAL,
-    .resource_mgmt = FI_RM_ENABLED,
-    .av_type = FI_AV_UNSPEC,
-    .mr_mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY,
-    .mr_key_size = sizeof(uint64_t),
-    .cq_data_size = sizeof(uint64_t),
-    .cq_cnt = 1024,
-    .ep_cnt = 256,
-    .tx_ctx_cnt = 256,
-    .rx_ctx_cnt = 256,
-    .max_ep_tx_ctx = 1,
-    .max_ep_rx_ctx = 1,
-    .mr_iov_limit = LM_IOV_LIMIT,
-    .mr_cnt = 1 << 16,
-    .cntr_cnt = 1024,
-    .max_err_data = 256,
+    LM_RDM_DOMAIN_ATTRS,
     .caps = FI_LOCAL_COMM,
 };
 static struct fi_fabric_attr shm_fab = {
