@@ -440,6 +440,56 @@ static bool stream_head(struct stream *s)
 
 /* ---- the cases -------------------------------------------------------------- */
 
+/* A case's start: its name, no completions yet, a receive buffer of cap
+ * bytes (filled with salt) and a raw connection claiming dead address
+ * conn.  False (a failed check) when either cannot be had. */
+static bool case_start(const char *what, struct gbuf *g, size_t cap, unsigned salt,
+                       struct raw *r, int conn)
+{
+	bool ok = !gbuf_new(g, cap, salt);
+
+	fprintf(stderr, "%s\n", what);
+	ncomp = 0;
+	if (ok && !raw_open(r, conn)) {
+		free(g->mem);
+		ok = false;
+	}
+	CHECK(ok);
+	return ok;
+}
+
+/* A case's end: its connection closed (r NULL: already), its receive
+ * no longer posted, its buffer freed. */
+static void case_end(struct raw *r, void *ctx, struct gbuf *g)
+{
+	if (r)
+		raw_close(r);
+	retire(ctx);
+	free(g->mem);
+}
+
+/* Exactly one completion came: for ctx, with this error, length and
+ * flags. */
+static void check_one(void *ctx, int err, size_t len, uint64_t flags)
+{
+	CHECK_INT(ncomp, 1);
+	if (ncomp < 1)
+		return;
+	CHECK_INT(comps[0].err, err);
+	CHECK(comps[0].ctx == ctx);
+	CHECK_INT(comps[0].len, len);
+	CHECK_HEX(comps[0].flags, flags);
+}
+
+/* The buffer holds the len bytes of payload and nothing past them, its
+ * guards intact. */
+static void check_landed(const struct gbuf *g, const uint8_t *payload, size_t len)
+{
+	CHECK(!memcmp(g->buf, payload, len));
+	CHECK(gbuf_untouched(g, len, g->cap));
+	CHECK(gbuf_guards_ok(g));
+}
+
 /* 1: a posted 64 KiB receive holds the first bytes of a 40,000-byte
  * message before the rest is written: the payload is placed, not copied
  * out of the link's buffer once whole. */
@@ -451,12 +501,8 @@ static void case_placed(void)
 	struct gbuf g;
 	int ctx;
 
-	fprintf(stderr, "case 1: placed into a posted receive\n");
-	ncomp = 0;
-	if (gbuf_new(&g, 65536, 10) || !raw_open(&r, 0)) {
-		CHECK(!"case 1 setup");
+	if (!case_start("case 1: placed into a posted receive", &g, 65536, 10, &r, 0))
 		return;
-	}
 	pat_fill(payload, MSG_LEN, 1);
 	s.len = eager_frame(bytes, 0, 0, 0, SREQ, payload, MSG_LEN);
 	CHECK_INT(fi_recv(ep, g.buf, g.cap, NULL, FI_ADDR_UNSPEC, &ctx), 0);
@@ -473,22 +519,12 @@ static void case_placed(void)
 	CHECK(stream_send(&s, s.len));
 	CHECK(wait_comps(1));
 	settle();
-	CHECK_INT(ncomp, 1);
-	if (ncomp >= 1) {
-		CHECK_INT(comps[0].err, 0);
-		CHECK(comps[0].ctx == &ctx);
-		CHECK_INT(comps[0].len, MSG_LEN);
-		CHECK_HEX(comps[0].flags, FI_RECV | FI_MSG);
-		CHECK(!comps[0].buf || comps[0].buf == g.buf);
-		CHECK_INT(comps[0].src, r.fa);
-	}
-	CHECK(!memcmp(g.buf, payload, MSG_LEN));
-	CHECK(gbuf_untouched(&g, MSG_LEN, g.cap));
-	CHECK(gbuf_guards_ok(&g));
+	check_one(&ctx, 0, MSG_LEN, FI_RECV | FI_MSG);
+	CHECK(!comps[0].buf || comps[0].buf == g.buf);
+	CHECK_INT(comps[0].src, r.fa);
+	check_landed(&g, payload, MSG_LEN);
 	CHECK(raw_quiet(&r)); /* no ACK asked, none sent */
-	raw_close(&r);
-	retire(&ctx);
-	free(g.mem);
+	case_end(&r, &ctx, &g);
 }
 
 /* 2: a 40,000-byte message into a 20,000-byte receive: FI_ETRUNC with
@@ -501,12 +537,8 @@ static void case_truncated(void)
 	struct gbuf g;
 	int ctx;
 
-	fprintf(stderr, "case 2: truncated\n");
-	ncomp = 0;
-	if (gbuf_new(&g, 20000, 20) || !raw_open(&r, 1)) {
-		CHECK(!"case 2 setup");
+	if (!case_start("case 2: truncated", &g, 20000, 20, &r, 1))
 		return;
-	}
 	pat_fill(payload, MSG_LEN, 2);
 	s.len = eager_frame(bytes, 0, 0, 0, SREQ, payload, MSG_LEN);
 	CHECK_INT(fi_recv(ep, g.buf, g.cap, NULL, FI_ADDR_UNSPEC, &ctx), 0);
@@ -517,20 +549,12 @@ static void case_truncated(void)
 	CHECK(stream_send(&s, s.len));
 	CHECK(wait_comps(1));
 	settle();
-	CHECK_INT(ncomp, 1);
-	if (ncomp >= 1) {
-		/* man fi_cq: len what was placed, olen what did not fit. */
-		CHECK_INT(comps[0].err, FI_ETRUNC);
-		CHECK(comps[0].ctx == &ctx);
-		CHECK_INT(comps[0].len, 20000);
-		CHECK_INT(comps[0].olen, MSG_LEN - 20000);
-		CHECK_HEX(comps[0].flags, FI_RECV | FI_MSG);
-	}
+	/* man fi_cq: len what was placed, olen what did not fit. */
+	check_one(&ctx, FI_ETRUNC, 20000, FI_RECV | FI_MSG);
+	CHECK_INT(comps[0].olen, MSG_LEN - 20000);
 	CHECK(!memcmp(g.buf, payload, 20000));
 	CHECK(gbuf_guards_ok(&g));
-	raw_close(&r);
-	retire(&ctx);
-	free(g.mem);
+	case_end(&r, &ctx, &g);
 }
 
 /* 3: a tagged message with remote CQ data asking for delivery complete:
@@ -548,12 +572,8 @@ static void case_tagged_ack(void)
 	uint8_t ans[HEAD_LEN];
 	int ctx;
 
-	fprintf(stderr, "case 3: tagged, delivery complete\n");
-	ncomp = 0;
-	if (gbuf_new(&g, 32768, 30) || !raw_open(&r, 2)) {
-		CHECK(!"case 3 setup");
+	if (!case_start("case 3: tagged, delivery complete", &g, 32768, 30, &r, 2))
 		return;
-	}
 	pat_fill(payload, LEN, 3);
 	s.len = eager_frame(bytes, LM_HF_TAGGED | LM_HF_ACK | LM_HF_CQ_DATA, TAG, CQ_DATA,
 	                    SREQ, payload, LEN);
@@ -565,19 +585,11 @@ static void case_tagged_ack(void)
 
 	CHECK(stream_send(&s, s.len));
 	CHECK(wait_comps(1));
-	CHECK_INT(ncomp, 1);
-	if (ncomp >= 1) {
-		CHECK_INT(comps[0].err, 0);
-		CHECK(comps[0].ctx == &ctx);
-		CHECK_INT(comps[0].len, LEN);
-		CHECK_HEX(comps[0].flags, FI_RECV | FI_TAGGED | FI_REMOTE_CQ_DATA);
-		CHECK_HEX(comps[0].tag, TAG);
-		CHECK_HEX(comps[0].data, CQ_DATA);
-		CHECK_INT(comps[0].src, r.fa);
-	}
-	CHECK(!memcmp(g.buf, payload, LEN));
-	CHECK(gbuf_untouched(&g, LEN, g.cap));
-	CHECK(gbuf_guards_ok(&g));
+	check_one(&ctx, 0, LEN, FI_RECV | FI_TAGGED | FI_REMOTE_CQ_DATA);
+	CHECK_HEX(comps[0].tag, TAG);
+	CHECK_HEX(comps[0].data, CQ_DATA);
+	CHECK_INT(comps[0].src, r.fa);
+	check_landed(&g, payload, LEN);
 
 	CHECK(raw_read(&r, ans, sizeof(ans)));
 	memcpy(&f, ans, FRAME_LEN);
@@ -591,9 +603,7 @@ static void case_tagged_ack(void)
 	CHECK_HEX(h.rreq, 0); /* the status: success */
 	settle();
 	CHECK(raw_quiet(&r)); /* one answer only */
-	raw_close(&r);
-	retire(&ctx);
-	free(g.mem);
+	case_end(&r, &ctx, &g);
 }
 
 /* 4: one multi-receive buffer of 100,000 bytes (at most 16 KiB left
@@ -614,12 +624,8 @@ static void case_multi(void)
 	size_t n2, n3, rest2;
 	int ctx;
 
-	fprintf(stderr, "case 4: multi-receive\n");
-	ncomp = 0;
-	if (gbuf_new(&g, CAP, 40) || !raw_open(&r, 3)) {
-		CHECK(!"case 4 setup");
+	if (!case_start("case 4: multi-receive", &g, CAP, 40, &r, 3))
 		return;
-	}
 	for (int i = 0; i < 3; i++)
 		pat_fill(payload[i], lens[i], 40u + (unsigned)i);
 	iov = (struct iovec){g.buf, g.cap};
@@ -667,9 +673,7 @@ static void case_multi(void)
 		CHECK(!memcmp(g.buf + (size_t)i * MSG_LEN, payload[i], lens[i]));
 	}
 	CHECK(gbuf_guards_ok(&g));
-	raw_close(&r);
-	retire(&ctx);
-	free(g.mem);
+	case_end(&r, &ctx, &g);
 }
 
 /* 5: the peer goes away with 10,000 of 40,000 bytes placed: the receive
@@ -684,12 +688,8 @@ static void case_peer_dies(void)
 	struct gbuf g;
 	int ctx;
 
-	fprintf(stderr, "case 5: the peer dies mid-payload\n");
-	ncomp = 0;
-	if (gbuf_new(&g, 65536, 50) || !raw_open(&r, 4)) {
-		CHECK(!"case 5 setup");
+	if (!case_start("case 5: the peer dies mid-payload", &g, 65536, 50, &r, 4))
 		return;
-	}
 	pat_fill(payload, MSG_LEN, 5);
 	s.len = eager_frame(bytes, 0, 0, 0, SREQ, payload, MSG_LEN);
 	CHECK_INT(fi_recv(ep, g.buf, g.cap, NULL, FI_ADDR_UNSPEC, &ctx), 0);
@@ -710,8 +710,7 @@ static void case_peer_dies(void)
 	}
 	CHECK(gbuf_untouched(&g, SENT, g.cap));
 	CHECK(gbuf_guards_ok(&g));
-	retire(&ctx);
-	free(g.mem);
+	case_end(NULL, &ctx, &g);
 }
 
 /* 6: no receive posted while the message arrives: it is kept (copied)
@@ -724,12 +723,8 @@ static void case_unexpected(void)
 	struct gbuf g;
 	int ctx;
 
-	fprintf(stderr, "case 6: unexpected\n");
-	ncomp = 0;
-	if (gbuf_new(&g, 65536, 60) || !raw_open(&r, 5)) {
-		CHECK(!"case 6 setup");
+	if (!case_start("case 6: unexpected", &g, 65536, 60, &r, 5))
 		return;
-	}
 	pat_fill(payload, MSG_LEN, 6);
 	s.len = eager_frame(bytes, 0, 0, 0, SREQ, payload, MSG_LEN);
 	CHECK(stream_head(&s));
@@ -741,20 +736,10 @@ static void case_unexpected(void)
 	CHECK_INT(fi_recv(ep, g.buf, g.cap, NULL, FI_ADDR_UNSPEC, &ctx), 0);
 	CHECK(wait_comps(1));
 	settle();
-	CHECK_INT(ncomp, 1);
-	if (ncomp >= 1) {
-		CHECK_INT(comps[0].err, 0);
-		CHECK(comps[0].ctx == &ctx);
-		CHECK_INT(comps[0].len, MSG_LEN);
-		CHECK_HEX(comps[0].flags, FI_RECV | FI_MSG);
-		CHECK_INT(comps[0].src, r.fa);
-	}
-	CHECK(!memcmp(g.buf, payload, MSG_LEN));
-	CHECK(gbuf_untouched(&g, MSG_LEN, g.cap));
-	CHECK(gbuf_guards_ok(&g));
-	raw_close(&r);
-	retire(&ctx);
-	free(g.mem);
+	check_one(&ctx, 0, MSG_LEN, FI_RECV | FI_MSG);
+	CHECK_INT(comps[0].src, r.fa);
+	check_landed(&g, payload, MSG_LEN);
+	case_end(&r, &ctx, &g);
 }
 
 /* 7: the receive is posted while the payload is half in the link's
@@ -767,12 +752,8 @@ static void case_posted_midway(void)
 	struct gbuf g;
 	int ctx;
 
-	fprintf(stderr, "case 7: receive posted mid-payload\n");
-	ncomp = 0;
-	if (gbuf_new(&g, 65536, 70) || !raw_open(&r, 6)) {
-		CHECK(!"case 7 setup");
+	if (!case_start("case 7: receive posted mid-payload", &g, 65536, 70, &r, 6))
 		return;
-	}
 	pat_fill(payload, MSG_LEN, 7);
 	s.len = eager_frame(bytes, 0, 0, 0, SREQ, payload, MSG_LEN);
 	CHECK(stream_send(&s, HEAD_LEN + FIRST));
@@ -785,19 +766,9 @@ static void case_posted_midway(void)
 	CHECK(stream_send(&s, s.len));
 	CHECK(wait_comps(1));
 	settle();
-	CHECK_INT(ncomp, 1);
-	if (ncomp >= 1) {
-		CHECK_INT(comps[0].err, 0);
-		CHECK(comps[0].ctx == &ctx);
-		CHECK_INT(comps[0].len, MSG_LEN);
-		CHECK_HEX(comps[0].flags, FI_RECV | FI_MSG);
-	}
-	CHECK(!memcmp(g.buf, payload, MSG_LEN));
-	CHECK(gbuf_untouched(&g, MSG_LEN, g.cap));
-	CHECK(gbuf_guards_ok(&g));
-	raw_close(&r);
-	retire(&ctx);
-	free(g.mem);
+	check_one(&ctx, 0, MSG_LEN, FI_RECV | FI_MSG);
+	check_landed(&g, payload, MSG_LEN);
+	case_end(&r, &ctx, &g);
 }
 
 /* 8: the peer restarts (a new connection from its address with another
