@@ -686,16 +686,22 @@ static void check_peers(struct lm_rdm_ep *ep)
 void lm_rdm_progress_locked(struct lm_rdm_ep *ep)
 {
 	struct lm_link *link = ep->link;
+	size_t max = ep->unexp_max;
 	int n;
 
 	ctl_queue_flush(ep);
 	lm_rdm_tx_flush(ep);
 	/* Holding as much unexpected data as allowed: leave the rest in the
-	 * link until receives are posted (the senders see backpressure). */
-	if (ep->unexp_bytes < ep->unexp_max) {
+	 * link until receives are posted (the senders see backpressure).
+	 * While this endpoint waits for rendezvous data or answers, which
+	 * may be queued behind that data, it reads on into a reserve of as
+	 * much again, so that receives already matched can finish. */
+	if (!lm_list_empty(&ep->rndv_active) || !lm_list_empty(&ep->tx_wait))
+		max = max > SIZE_MAX / 2 ? SIZE_MAX : 2 * max;
+	if (ep->unexp_bytes < max) {
 		do {
 			n = link->ops->poll(link, POLL_BUDGET);
-		} while (n == POLL_BUDGET && ep->unexp_bytes < ep->unexp_max);
+		} while (n == POLL_BUDGET && ep->unexp_bytes < max);
 	}
 	ctl_queue_flush(ep);
 	lm_rdm_tx_flush(ep);
