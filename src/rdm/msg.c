@@ -409,7 +409,6 @@ static struct lm_rdm_peer *known_peer(struct lm_rdm_ep *ep, const void *src_addr
 static void eager_done(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r)
 {
 	r->got = r->size;
-	r->peer->eager = NULL; /* done with, even if the ACK loses the peer */
 	if (r->hflags & LM_HF_ACK)
 		send_answer(ep, r->peer, LM_OP_ACK, r->sreq, 0);
 	rndv_finish(ep, r, 0);
