@@ -33,6 +33,8 @@ struct shm_wire {
 };
 
 #define WIRE_MAX_HDR 64
+/* Consumed cells handed back at the latest after this many (shm_ring_flush). */
+#define SHM_FLUSH_BATCH 32
 
 struct shm_link {
 	struct lm_link link;
@@ -278,6 +280,12 @@ static int shm_link_poll(struct lm_link *link, int budget)
 	unsigned char hdr[WIRE_MAX_HDR];
 	int n = 0;
 
+	/* Nothing new: hand back what the last polls consumed. */
+	if (!shm_ring_ready(l->region)) {
+		if (shm_ring_unflushed(l->region))
+			shm_ring_flush(l->region);
+		return 0;
+	}
 	while (n < budget) {
 		size_t len, hl;
 		ssize_t hn;
@@ -296,7 +304,7 @@ static int shm_link_poll(struct lm_link *link, int budget)
 			continue;
 		}
 		memcpy(l->cell, cell, len);
-		shm_ring_release(l->region);
+		shm_ring_consume(l->region);
 		memcpy(&w, l->cell, sizeof(w));
 		hn = hdr_unpack(hdr, l->hdr_size, l->cell + sizeof(w), len - sizeof(w),
 		                w.mask);
@@ -317,6 +325,11 @@ static int shm_link_poll(struct lm_link *link, int budget)
 		if (payload)
 			shm_buf_free(l->region, w.buf);
 	}
+	if (l->region->map.mask < 2 * SHM_FLUSH_BATCH ||
+	    atomic_load_explicit(&l->region->tail, memory_order_relaxed) -
+	            atomic_load_explicit(&l->region->freed, memory_order_relaxed) >=
+	        SHM_FLUSH_BATCH)
+		shm_ring_flush(l->region);
 	return n;
 }
 
@@ -324,7 +337,7 @@ static bool shm_link_idle(struct lm_link *link)
 {
 	struct shm_link *l = lm_container_of(link, struct shm_link, link);
 
-	return !shm_ring_ready(l->region);
+	return !shm_ring_ready(l->region) && !shm_ring_unflushed(l->region);
 }
 
 static void shm_link_timer_stop(struct shm_link *l)
@@ -343,6 +356,7 @@ static void shm_link_arm(struct lm_link *link)
 
 	shm_doorbell_drain(l->region);
 	shm_link_timer_stop(l); /* a new sleep asks for its own wake-up */
+	shm_ring_flush(l->region); /* producers waiting for room go on */
 	/* -FI_EAGAIN (work already there) is seen by the engine's next poll. */
 	shm_doorbell_arm(l->region);
 }

@@ -368,6 +368,7 @@ int shm_region_create(const struct shm_region_attr *attr, struct shm_region **ou
 	}
 	atomic_init(&h->buf_free, count ? 0 : SHM_BUF_NONE);
 	atomic_init(&h->ring_head, 0);
+	atomic_init(&h->ring_freed, 0);
 	atomic_init(&h->sleeping, 0);
 	atomic_store_explicit(&h->alive, 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);

@@ -17,9 +17,8 @@ int shm_ring_push(struct shm_peer *p, const void *hdr, size_t hdr_len,
 	struct shm_map *m = &p->map;
 	_Atomic uint64_t *head = &m->hdr->ring_head;
 	struct shm_cell *c;
-	uint64_t pos, seq;
+	uint64_t pos;
 	size_t total = hdr_len, i, off;
-	unsigned spins = 0;
 
 	for (i = 0; i < iovcnt; i++) {
 		if (payload[i].iov_len > SHM_INLINE_MAX)
@@ -31,28 +30,22 @@ int shm_ring_push(struct shm_peer *p, const void *hdr, size_t hdr_len,
 
 	pos = atomic_load_explicit(head, memory_order_relaxed);
 	for (;;) {
-		int64_t dif;
-
-		c = &m->cells[pos & m->mask];
-		seq = atomic_load_explicit(&c->seq, memory_order_acquire);
-		dif = (int64_t)(seq - pos);
-		if (dif == 0) {
-			if (atomic_compare_exchange_weak_explicit(head, &pos, pos + 1,
-			                                          memory_order_relaxed,
-			                                          memory_order_relaxed))
-				break;
-			/* pos now holds the current head: try it. */
-		} else if (dif < 0) {
-			/* The owner has not consumed this cell's previous lap. */
-			return -FI_EAGAIN;
-		} else {
-			/* Another producer took pos; a head that never moves past
-			 * a "future" seq means a corrupt ring: give up, don't hang. */
-			if (++spins > (1u << 20))
+		/* Room: what the owner freed, as last read; read again only
+		 * when that says full.  A ring_freed ahead of ring_head (a
+		 * corrupt header) reads as full too: -FI_EAGAIN, no hang. */
+		if (pos - p->freed >= m->mask + 1) {
+			p->freed = atomic_load_explicit(&m->hdr->ring_freed,
+			                                memory_order_acquire);
+			if (pos - p->freed >= m->mask + 1)
 				return -FI_EAGAIN;
-			pos = atomic_load_explicit(head, memory_order_relaxed);
 		}
+		if (atomic_compare_exchange_weak_explicit(head, &pos, pos + 1,
+		                                          memory_order_relaxed,
+		                                          memory_order_relaxed))
+			break;
+		/* pos now holds the current head: try it. */
 	}
+	c = &m->cells[pos & m->mask];
 
 	if (hdr_len)
 		memcpy(c->data, hdr, hdr_len);
@@ -80,13 +73,29 @@ bool shm_ring_ready(const struct shm_region *r)
 	return atomic_load_explicit(&c->seq, memory_order_acquire) == t + 1;
 }
 
-void shm_ring_release(struct shm_region *r)
+void shm_ring_consume(struct shm_region *r)
+{
+	atomic_store_explicit(&r->tail, tail_of(r) + 1, memory_order_relaxed);
+}
+
+void shm_ring_flush(struct shm_region *r)
 {
 	uint64_t t = tail_of(r);
-	struct shm_cell *c = &r->map.cells[t & r->map.mask];
 
-	atomic_store_explicit(&c->seq, t + r->map.mask + 1, memory_order_release);
-	atomic_store_explicit(&r->tail, t + 1, memory_order_relaxed);
+	/* Release: the cells were read before a producer may write them. */
+	atomic_store_explicit(&r->map.hdr->ring_freed, t, memory_order_release);
+	atomic_store_explicit(&r->freed, t, memory_order_relaxed);
+}
+
+bool shm_ring_unflushed(const struct shm_region *r)
+{
+	return atomic_load_explicit(&r->freed, memory_order_relaxed) != tail_of(r);
+}
+
+void shm_ring_release(struct shm_region *r)
+{
+	shm_ring_consume(r);
+	shm_ring_flush(r);
 }
 
 const void *shm_ring_peek(struct shm_region *r, size_t *len)

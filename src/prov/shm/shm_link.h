@@ -47,7 +47,7 @@
  */
 
 #define SHM_MAGIC          0x314d48534d4f4f4cULL /* "LOOMSHM1" little-endian */
-#define SHM_LAYOUT_VERSION 2
+#define SHM_LAYOUT_VERSION 3
 #define SHM_CELL_SIZE      256
 #define SHM_CELL_HDR       16
 /* Largest hdr + payload that travels inline in one ring cell. */
@@ -84,6 +84,7 @@ struct shm_hdr {
 	_Atomic uint32_t alive;                  /* 1 from creation until destroy */
 	_Alignas(64) _Atomic uint32_t sleeping;  /* doorbell armed by the owner */
 	_Alignas(64) _Atomic uint64_t ring_head; /* producers' next position */
+	_Alignas(64) _Atomic uint64_t ring_freed; /* owner: cells before it are free */
 	_Alignas(64) _Atomic uint64_t buf_free;  /* tag << 32 | first free index */
 };
 
@@ -121,6 +122,9 @@ struct shm_region {
 	/* Consumer position: private, so peers cannot move it.  Atomic only
 	 * so that shm_ring_ready may be asked without the owner's lock. */
 	_Atomic uint64_t tail;
+	/* hdr->ring_freed as last stored: freed..tail are consumed but not
+	 * handed back yet (shm_ring_consume).  Atomic for the same hint. */
+	_Atomic uint64_t freed;
 	uint64_t token;
 	pid_t pid;
 	int sock; /* doorbell: bound abstract AF_UNIX datagram socket */
@@ -135,6 +139,7 @@ struct shm_peer {
 	uint64_t start; /* owner start time seen at open */
 	pid_t pid;
 	int cma; /* 0 not probed, 1 works, negative: -FI_E* why not */
+	uint64_t freed; /* the owner's ring_freed, as last read */
 	char name[SHM_NAME_MAX];
 	char addr[SHM_ADDR_MAX];
 };
@@ -189,16 +194,23 @@ void shm_peer_close(struct shm_peer *p);
 bool shm_peer_alive(const struct shm_peer *p);
 
 /* ---- command ring (ring.c) ----------------------------------------------
- * Bounded MPSC ring with a sequence word per cell (Vyukov's scheme):
+ * Bounded MPSC ring; a cell's sequence word says it is committed, a
+ * counter in its own cache line says which cells are free again:
  *
- *   hdr->ring_head (shared, CAS by producers)     region->tail (owner only)
- *            |                                          |
- *   cells: [ seq=p+1 | seq=p+1 | seq=p (claimed, being written) | ... ]
+ *   hdr->ring_freed (owner)   hdr->ring_head (CAS by producers)
+ *            |                          |
+ *   cells: [ consumed | seq=p+1 | seq=p+1 | claimed, being written | ... ]
+ *                     |
+ *               region->tail (owner only)
  *
- * A producer claims position p by CAS on ring_head once cells[p].seq == p,
- * writes the cell, then publishes seq = p + 1 (release).  The owner consumes
- * cells[tail] when its seq == tail + 1 (acquire) and hands it back to the
- * producers of the next lap with seq = tail + ring_cells.  A cell claimed but
+ * A producer claims position p by CAS on ring_head once p - ring_freed <
+ * ring_cells (it keeps the last ring_freed it read, and reads it again only
+ * when that says full), writes the cell, then publishes seq = p + 1
+ * (release).  The owner consumes cells[tail] when its seq == tail + 1
+ * (acquire) and hands consumed cells back by storing ring_freed (release).
+ * The owner never writes a cell, and a producer reads nothing in one but
+ * the lines it writes: each line moves from producer to owner once.  A cell
+ * claimed but
  * not yet published stops the consumer there, so a half-written cell is never
  * seen.  (A producer killed inside that window of a few instructions stalls
  * the ring; the owner then sees its peers time out.)
@@ -220,6 +232,14 @@ ssize_t shm_ring_pop(struct shm_region *r, void *buf);
  * a field before validating it.  shm_ring_release then gives the cell back. */
 const void *shm_ring_peek(struct shm_region *r, size_t *len);
 void shm_ring_release(struct shm_region *r);
+/* Owner: release later.  shm_ring_consume moves past the oldest cell but
+ * leaves it in use; shm_ring_flush hands every such cell back (one store to
+ * ring_freed, whose cache line a producer then takes back: deferred to a
+ * poll that finds nothing, that is off the path of a reply). */
+void shm_ring_consume(struct shm_region *r);
+void shm_ring_flush(struct shm_region *r);
+/* Cells consumed but not yet handed back (a hint without serialisation). */
+bool shm_ring_unflushed(const struct shm_region *r);
 /* Owner: is there a committed cell to read?  May be called without the
  * owner's serialisation as a hint (a stale answer only delays). */
 bool shm_ring_ready(const struct shm_region *r);
