@@ -53,6 +53,13 @@ struct lm_link_attr {
 	bool connected;
 };
 
+/* One packet of a batch (lm_link_ops.send_many). */
+struct lm_link_pkt {
+	const void *hdr;
+	const struct iovec *iov;
+	size_t iov_count;
+};
+
 /* Capabilities a link reports after open. */
 #define LM_LINK_BULK_READ  (1u << 0) /* bulk_read copies from peer memory */
 #define LM_LINK_BULK_WRITE (1u << 1) /* bulk_write copies into peer memory */
@@ -94,6 +101,14 @@ struct lm_link_ops {
 	 * is full; -FI_EIO (or another error) when the peer is gone. */
 	ssize_t (*send)(struct lm_link *link, struct lm_link_peer *peer, const void *hdr,
 	                const struct iovec *iov, size_t iov_count);
+	/* Optional: the packets of pkts, in order, as send would take them
+	 * one by one, but in one go (a stream's pieces: a byte-stream link
+	 * writes them with one system call, which streams much faster than
+	 * one call per piece).  Returns how many were taken (fewer than count
+	 * when the peer's queue filled), -FI_EAGAIN when none was, or an
+	 * error as send. */
+	ssize_t (*send_many)(struct lm_link *link, struct lm_link_peer *peer,
+	                     const struct lm_link_pkt *pkts, size_t count);
 
 	/* Deliver up to budget packets through attr->recv; returns how many. */
 	int (*poll)(struct lm_link *link, int budget);

@@ -300,36 +300,72 @@ static ssize_t link_send(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
  * must not hold a progress call (and the packets queued behind it) for as
  * long as a fast receiver keeps taking data. */
 #define LM_STREAM_BUDGET 64
+/* Pieces handed to a link's send_many at once. */
+#define LM_STREAM_BATCH 8
+
+/* As link_send, for a batch: how many packets the link took. */
+static ssize_t link_send_many(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
+                              const struct lm_link_pkt *pkts, size_t n)
+{
+	ssize_t ret;
+
+	if (n == 1) {
+		ret = link_send(ep, peer, pkts[0].hdr, pkts[0].iov, pkts[0].iov_count);
+		return ret ? ret : 1;
+	}
+	if (peer->dead)
+		return -FI_EIO;
+	ret = ep->link->ops->send_many(ep->link, peer->lp, pkts, n);
+	if (ret == -FI_EIO)
+		peer_mark_dead(ep, peer);
+	return ret;
+}
 
 /* The packets of a streamed transfer (rendezvous DATA, RMA WRITE): as many
- * pieces as the link takes, up to the budget.  0 when all are out,
- * -FI_EAGAIN when more remain. */
+ * pieces as the link takes, up to the budget, in batches when the link
+ * takes them so.  0 when all are out, -FI_EAGAIN when more remain. */
 static ssize_t tx_stream(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
 {
 	size_t piece = ep->link->max_payload;
-	int budget = LM_STREAM_BUDGET;
+	size_t batch = ep->link->ops->send_many ? LM_STREAM_BATCH : 1;
+	size_t budget = LM_STREAM_BUDGET;
+	struct lm_rdm_hdr h[LM_STREAM_BATCH];
+	struct iovec iov[LM_STREAM_BATCH][LM_IOV_LIMIT];
+	struct lm_link_pkt pkt[LM_STREAM_BATCH];
 
+	/* A transfer of 0 bytes still sends one packet. */
 	do {
-		if (!budget--)
-			return -FI_EAGAIN;
-		struct lm_rdm_hdr h = tx->hdr;
-		struct iovec iov[LM_IOV_LIMIT];
-		size_t n = LM_MIN(piece, tx->len - tx->done);
-		size_t cnt = lm_rdm_iov_slice(tx->iov, tx->iov_count, tx->done, n, iov);
+		size_t n = 0, off = tx->done;
 		ssize_t ret;
 
-		h.len = (uint32_t)n;
-		if (tx->op == LM_OP_DATA) {
-			h.addr = tx->done;
-		} else {
-			h.addr = tx->hdr.addr + tx->done;
-			if (tx->done + n == tx->len)
-				h.flags |= LM_HF_LAST;
-		}
-		ret = link_send(ep, tx->peer, &h, iov, cnt);
-		if (ret)
+		if (!budget)
+			return -FI_EAGAIN;
+		do {
+			size_t len = LM_MIN(piece, tx->len - off);
+
+			h[n] = tx->hdr;
+			h[n].len = (uint32_t)len;
+			if (tx->op == LM_OP_DATA) {
+				h[n].addr = off;
+			} else {
+				h[n].addr = tx->hdr.addr + off;
+				if (off + len == tx->len)
+					h[n].flags |= LM_HF_LAST;
+			}
+			pkt[n].hdr = &h[n];
+			pkt[n].iov = iov[n];
+			pkt[n].iov_count =
+			    lm_rdm_iov_slice(tx->iov, tx->iov_count, off, len, iov[n]);
+			off += len;
+		} while (++n < batch && n < budget && off < tx->len);
+		ret = link_send_many(ep, tx->peer, pkt, n);
+		if (ret < 0)
 			return ret;
-		tx->done += n;
+		for (ssize_t i = 0; i < ret; i++)
+			tx->done += h[i].len;
+		budget -= (size_t)ret;
+		if ((size_t)ret < n)
+			return -FI_EAGAIN;
 	} while (tx->done < tx->len);
 	return 0;
 }

@@ -770,21 +770,37 @@ static int tcp_link_poll(struct lm_link *link, int budget)
 	return done < budget ? done : budget;
 }
 
-static ssize_t tcp_link_send(struct lm_link *link, struct lm_link_peer *p,
-                             const void *hdr, const struct iovec *iov, size_t iov_count)
+/* Packets one send_many writes with one system call. */
+#define TCP_BATCH_MAX 8
+
+/* Write pkts[0..count) to p with one sendmsg: how many were taken (a
+ * packet written in part is finished from c->out before anything else),
+ * -FI_EAGAIN when none was, or an error. */
+static ssize_t send_pkts(struct tcp_link *l, struct lm_link_peer *p,
+                         const struct lm_link_pkt *pkts, size_t count)
 {
-	struct tcp_link *l = lm_container_of(link, struct tcp_link, link);
-	struct iovec v[2 + LM_IOV_LIMIT];
-	struct tcp_frame f = {.hdr_len = (uint16_t)l->hdr_size};
+	struct iovec v[TCP_BATCH_MAX * (2 + LM_IOV_LIMIT)];
+	struct tcp_frame f[TCP_BATCH_MAX];
+	size_t first[TCP_BATCH_MAX + 1], size[TCP_BATCH_MAX];
 	struct tcp_conn *c = p->conn;
-	size_t total, len = 0;
-	ssize_t n = 0;
+	size_t nv = 0, total = 0, k, acc;
+	ssize_t n;
 
 	if (p->self) {
-		for (size_t i = 0; i < iov_count; i++)
-			len += iov[i].iov_len;
-		return len > link->max_payload ? -FI_EMSGSIZE
-		                               : loop_send(l, hdr, iov, iov_count, len);
+		for (k = 0; k < count; k++) {
+			size_t len = 0;
+			int ret;
+
+			for (size_t i = 0; i < pkts[k].iov_count; i++)
+				len += pkts[k].iov[i].iov_len;
+			ret = len > l->link.max_payload
+			          ? -FI_EMSGSIZE
+			          : loop_send(l, pkts[k].hdr, pkts[k].iov,
+			                      pkts[k].iov_count, len);
+			if (ret)
+				return k ? (ssize_t)k : ret;
+		}
+		return (ssize_t)count;
 	}
 	if (p->broken)
 		return -FI_EIO;
@@ -795,19 +811,30 @@ static ssize_t tcp_link_send(struct lm_link *link, struct lm_link_peer *p,
 	}
 	if (c->state != CONN_UP)
 		return -FI_EAGAIN;
-	if (iov_count > LM_IOV_LIMIT)
-		return -FI_EINVAL;
-	for (size_t i = 0; i < iov_count; i++)
-		len += iov[i].iov_len;
-	if (len > link->max_payload)
-		return -FI_EMSGSIZE;
-	f.len = (uint32_t)len;
-	v[0].iov_base = &f;
-	v[0].iov_len = sizeof(f);
-	v[1].iov_base = (void *)hdr;
-	v[1].iov_len = l->hdr_size;
-	memcpy(v + 2, iov, iov_count * sizeof(*iov));
-	total = sizeof(f) + l->hdr_size + len;
+	if (count > TCP_BATCH_MAX)
+		count = TCP_BATCH_MAX;
+	for (k = 0; k < count; k++) {
+		size_t len = 0;
+
+		if (pkts[k].iov_count > LM_IOV_LIMIT)
+			return -FI_EINVAL;
+		for (size_t i = 0; i < pkts[k].iov_count; i++)
+			len += pkts[k].iov[i].iov_len;
+		if (len > l->link.max_payload)
+			return -FI_EMSGSIZE;
+		f[k] = (struct tcp_frame){.len = (uint32_t)len,
+		                          .hdr_len = (uint16_t)l->hdr_size};
+		first[k] = nv;
+		v[nv].iov_base = &f[k];
+		v[nv++].iov_len = sizeof(f[k]);
+		v[nv].iov_base = (void *)pkts[k].hdr;
+		v[nv++].iov_len = l->hdr_size;
+		memcpy(v + nv, pkts[k].iov, pkts[k].iov_count * sizeof(*v));
+		nv += pkts[k].iov_count;
+		size[k] = sizeof(f[k]) + l->hdr_size + len;
+		total += size[k];
+	}
+	first[count] = nv;
 	/* At most one packet waits in the output buffer: its rest, after a
 	 * partial write.  Behind it, the engine keeps its packets queued
 	 * (-FI_EAGAIN) rather than this link copying them. */
@@ -819,26 +846,41 @@ static ssize_t tcp_link_send(struct lm_link *link, struct lm_link_peer *p,
 		if (c->out_len)
 			return -FI_EAGAIN;
 	}
-	{
-		struct msghdr m = {.msg_iov = v, .msg_iovlen = 2 + iov_count};
-
-		n = sendmsg(c->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (n == (ssize_t)total)
-			return 0;
-		if (n < 0) {
-			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-				conn_close(l, c, true);
-				return -FI_EIO;
-			}
-			ev_set(l, c, true); /* say when it takes more */
-			return -FI_EAGAIN;
+	n = sendmsg(c->fd, &(struct msghdr){.msg_iov = v, .msg_iovlen = nv},
+	            MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (n == (ssize_t)total)
+		return (ssize_t)count;
+	if (n < 0) {
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+			conn_close(l, c, true);
+			return -FI_EIO;
 		}
+		ev_set(l, c, true); /* say when it takes more */
+		return -FI_EAGAIN;
 	}
-	if (out_append(c, v, 2 + iov_count, (size_t)n))
-		return n ? -FI_EIO
-		         : -FI_EAGAIN; /* a partial packet cannot be taken back */
+	for (k = 0, acc = 0; acc + size[k] <= (size_t)n; k++)
+		acc += size[k];
 	ev_set(l, c, true);
-	return 0;
+	if (acc == (size_t)n)
+		return k ? (ssize_t)k : -FI_EAGAIN;
+	if (out_append(c, v + first[k], first[k + 1] - first[k], (size_t)n - acc))
+		return -FI_EIO; /* a partial packet cannot be taken back */
+	return (ssize_t)k + 1;
+}
+
+static ssize_t tcp_link_send(struct lm_link *link, struct lm_link_peer *p,
+                             const void *hdr, const struct iovec *iov, size_t iov_count)
+{
+	struct lm_link_pkt pkt = {hdr, iov, iov_count};
+	ssize_t n = send_pkts(lm_container_of(link, struct tcp_link, link), p, &pkt, 1);
+
+	return n < 0 ? n : 0;
+}
+
+static ssize_t tcp_link_send_many(struct lm_link *link, struct lm_link_peer *p,
+                                  const struct lm_link_pkt *pkts, size_t count)
+{
+	return send_pkts(lm_container_of(link, struct tcp_link, link), p, pkts, count);
 }
 
 static int link_open(int family, void *ctx, const struct lm_link_attr *attr,
@@ -1084,7 +1126,8 @@ static int tcp6_link_open(void *ctx, const struct lm_link_attr *attr, const void
 #define TCP_LINK_OPS                                                                     \
 	.name = "tcp", .addr_to_str = tcp_addr_to_str, .close = tcp_link_close,          \
 	.peer_open = tcp_link_peer_open, .peer_close = tcp_link_peer_close,              \
-	.send = tcp_link_send, .poll = tcp_link_poll, .arm = tcp_link_arm,               \
+	.send = tcp_link_send, .send_many = tcp_link_send_many, .poll = tcp_link_poll,    \
+	.arm = tcp_link_arm,                                                             \
 	.disarm = tcp_link_disarm, .peer_alive = tcp_link_peer_alive,                    \
 	.peer_reset = tcp_link_peer_reset
 
