@@ -129,8 +129,10 @@ struct lm_rdm_peer *lm_rdm_peer_by_addr(struct lm_rdm_ep *ep, const void *addr)
 	}
 	p->fi_addr = FI_ADDR_NOTAVAIL;
 	p->fi_gen = UINT64_MAX;
+	p->credit = LM_EAGER_CREDIT;
 	lm_list_init(&p->revive);
 	lm_hmap_insert(&ep->peers, &p->hnode, key);
+	ep->npeers++;
 	return p;
 }
 
@@ -653,7 +655,7 @@ int lm_rdm_ep_connected(struct lm_rdm_ep *ep, const void *addr)
 	lm_lock_acquire(&ep->lock);
 	p = ep->link ? lm_rdm_peer_by_addr(ep, addr) : NULL;
 	if (p) {
-		p->dead = false;
+		lm_rdm_peer_revive(p);
 		ep->msg_peer = p;
 	}
 	lm_lock_release(&ep->lock);

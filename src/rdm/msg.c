@@ -409,6 +409,7 @@ static struct lm_rdm_peer *known_peer(struct lm_rdm_ep *ep, const void *src_addr
 static void eager_done(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r)
 {
 	r->got = r->size;
+	lm_rdm_credit_owe(ep, r->peer, r->size);
 	if (r->hflags & LM_HF_ACK)
 		send_answer(ep, r->peer, LM_OP_ACK, r->sreq, 0);
 	rndv_finish(ep, r, 0);
@@ -607,6 +608,7 @@ void lm_rdm_msg_recv(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 		if (lm_rdm_rts_parse(&rts, payload, plen))
 			return;
 	} else if (plen != h->size) {
+		lm_rdm_credit_owe(ep, peer, plen); /* dropped */
 		return;
 	} else if (peer->eager) {
 		/* Matched when its header came (lm_rdm_place), too big to
@@ -629,14 +631,19 @@ void lm_rdm_msg_recv(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 		}
 		deliver_eager(ep, rx, src, plen, h->tag, h->data, h->flags, payload,
 		              queued);
+		lm_rdm_credit_owe(ep, peer, plen);
 		if (h->flags & LM_HF_ACK)
 			send_answer(ep, peer, LM_OP_ACK, h->sreq, 0);
 		return;
 	}
 	x = lm_bufpool_alloc(&ep->unexp_pool);
-	if (!x)
-		return; /* a lost message beats a crash; the pool only fails without
-		           memory */
+	if (!x) {
+		/* A lost message beats a crash; the pool only fails without
+		 * memory. */
+		if (h->op == LM_OP_EAGER)
+			lm_rdm_credit_owe(ep, peer, plen);
+		return;
+	}
 	memset(x, 0, sizeof(*x));
 	x->peer = peer;
 	x->hflags = h->flags;
@@ -659,6 +666,7 @@ void lm_rdm_msg_recv(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 			x->buf = malloc(plen);
 		if (!x->buf) {
 			lm_bufpool_free(&ep->unexp_pool, x);
+			lm_rdm_credit_owe(ep, peer, plen);
 			return;
 		}
 		memcpy(x->buf, payload, plen);
@@ -675,14 +683,16 @@ static void deliver_unexp(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx,
 	if (x->rndv) {
 		rndv_start(ep, rx, x->peer, x->u.src, &x->rts, x->u.len, x->u.tag,
 		           x->u.data, x->hflags, x->sreq, queued);
-	} else if (rx) {
+		lm_rdm_unexp_free(ep, x);
+		return;
+	}
+	/* Delivered or discarded: its eager bytes are free at this end. */
+	lm_rdm_credit_owe(ep, x->peer, x->u.len);
+	if (rx)
 		deliver_eager(ep, rx, x->u.src, x->u.len, x->u.tag, x->u.data, x->hflags,
 		              x->buf, queued);
-		if (x->hflags & LM_HF_ACK)
-			send_answer(ep, x->peer, LM_OP_ACK, x->sreq, 0);
-	} else if (x->hflags & LM_HF_ACK) {
+	if (x->hflags & LM_HF_ACK)
 		send_answer(ep, x->peer, LM_OP_ACK, x->sreq, 0);
-	}
 	lm_rdm_unexp_free(ep, x);
 }
 
@@ -919,6 +929,17 @@ ssize_t lm_rdm_cancel(struct lm_rdm_ep *ep, void *context)
 
 /* ---- sending ------------------------------------------------------------------- */
 
+/* May a message of len bytes go eager to peer?  Within its credit (wire
+ * version 4); when short, what the peer gave back may be waiting. */
+static bool eager_ok(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer, size_t len)
+{
+	if (len > ep->eager_max)
+		return false;
+	if (len > peer->credit)
+		lm_rdm_progress_locked(ep);
+	return len <= peer->credit;
+}
+
 static ssize_t do_send(struct lm_rdm_ep *ep, const struct iovec *iov, size_t count,
                        fi_addr_t dest, uint64_t tag, uint64_t data, uint64_t flags,
                        void *context, bool tagged, bool inject_call)
@@ -926,7 +947,7 @@ static ssize_t do_send(struct lm_rdm_ep *ep, const struct iovec *iov, size_t cou
 	struct lm_rdm_peer *peer;
 	struct lm_rdm_tx *tx;
 	size_t len;
-	bool report;
+	bool report, eager;
 	ssize_t ret = 0;
 	struct lm_rdm_hdr h = {.version = LM_RDM_WIRE_VERSION, .op = LM_OP_EAGER};
 
@@ -956,13 +977,15 @@ static ssize_t do_send(struct lm_rdm_ep *ep, const struct iovec *iov, size_t cou
 	if (!lm_list_empty(&ep->tx_queue))
 		lm_rdm_tx_flush(ep);
 	report = lm_rdm_tx_reports(ep, flags, inject_call);
+	eager = eager_ok(ep, peer, len);
 
 	/* The fast path: a small message straight into the link, no request. */
-	if (len <= ep->eager_max && !(flags & (FI_DELIVERY_COMPLETE | FI_FENCE)) &&
+	if (eager && !(flags & (FI_DELIVERY_COMPLETE | FI_FENCE)) &&
 	    lm_list_empty(&ep->tx_queue) && !peer->dead) {
 		h.len = (uint32_t)len;
 		ret = ep->link->ops->send(ep->link, peer->lp, &h, iov, count);
 		if (!ret) {
+			peer->credit -= len;
 			if (ep->cntr[LM_CNTR_SEND])
 				lm_cntr_inc(ep->cntr[LM_CNTR_SEND]);
 			if (report)
@@ -985,7 +1008,8 @@ static ssize_t do_send(struct lm_rdm_ep *ep, const struct iovec *iov, size_t cou
 	tx->cntr = ep->cntr[LM_CNTR_SEND];
 	tx->cq_flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
 	tx->len = len;
-	if (len <= ep->eager_max) {
+	if (eager) {
+		peer->credit -= len;
 		tx->op = LM_OP_EAGER;
 		if (flags & FI_DELIVERY_COMPLETE)
 			h.flags |= LM_HF_ACK;
@@ -1000,7 +1024,9 @@ static ssize_t do_send(struct lm_rdm_ep *ep, const struct iovec *iov, size_t cou
 		if (ep->bulk && len >= LM_SPLIT_MIN && !peer->bulk_broken &&
 		    (ep->link->caps & LM_LINK_BULK_WRITE))
 			h.flags |= LM_HF_SPLIT;
-		lm_rdm_tx_set_iov(tx, iov, count, len, false);
+		/* An inject past the peer's credit: from a copy. */
+		lm_rdm_tx_set_iov(tx, iov, count, len,
+		                  (flags & FI_INJECT) || inject_call);
 	}
 	ret = lm_rdm_tx_launch(ep, tx, &h);
 out:

@@ -521,6 +521,18 @@ void lm_rdm_ctl_send(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 	lm_rdm_busy(ep);
 }
 
+void lm_rdm_credit_owe(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer, size_t n)
+{
+	struct lm_rdm_hdr h = {.version = LM_RDM_WIRE_VERSION, .op = LM_OP_CREDIT};
+
+	peer->owed += n;
+	if (peer->owed < LM_CREDIT_RETURN || peer->dead)
+		return;
+	h.size = peer->owed;
+	peer->owed = 0;
+	lm_rdm_ctl_send(ep, peer, &h, NULL, 0);
+}
+
 static void ctl_queue_flush(struct lm_rdm_ep *ep)
 {
 	struct lm_list *it;
@@ -619,6 +631,13 @@ void lm_rdm_recv_pkt(void *arg, const void *src_addr, const void *hdr,
 	case LM_OP_PUSHED:
 		lm_rdm_on_pushed(ep, peer, &h);
 		break;
+	case LM_OP_CREDIT:
+		/* Never above the start: a peer cannot talk us into
+		 * sending more than it may be made to hold. */
+		peer->credit = h.size > LM_EAGER_CREDIT - peer->credit
+		                   ? LM_EAGER_CREDIT
+		                   : peer->credit + h.size;
+		break;
 	default:
 		lm_rdm_rma_recv(ep, peer, &h, payload, plen);
 		break;
@@ -715,7 +734,7 @@ static void check_peers(struct lm_rdm_ep *ep)
 		struct lm_rdm_peer *p = lm_container_of(it, struct lm_rdm_peer, revive);
 
 		ep->link->ops->peer_reset(ep->link, p->lp);
-		p->dead = false;
+		lm_rdm_peer_revive(p);
 	}
 }
 
@@ -734,6 +753,14 @@ void lm_rdm_progress_locked(struct lm_rdm_ep *ep)
 	 * much again, so that receives already matched can finish. */
 	if (!lm_list_empty(&ep->rndv_active) || !lm_list_empty(&ep->tx_wait))
 		max = max > SIZE_MAX / 2 ? SIZE_MAX : 2 * max;
+	/* Conforming peers hold at most their eager credit each here: past
+	 * the limit, reading on stays bounded, and stopping could hide what
+	 * a posted receive waits for.  The limit binds peers that ignore
+	 * their credit. */
+	if (ep->npeers <= (SIZE_MAX - max) / LM_EAGER_CREDIT)
+		max += ep->npeers * LM_EAGER_CREDIT;
+	else
+		max = SIZE_MAX;
 	if (ep->unexp_bytes < max) {
 		do {
 			n = link->ops->poll(link, POLL_BUDGET);

@@ -56,8 +56,18 @@
  * An "iov list" payload is a count and that many (base, len) pairs, its
  * length exactly 8 + 16 * count bytes (struct lm_rdm_rts).
  * Version 2: RMA and atomics (version 1 peers dropped those packets).
- * Version 3: iov lists sized by their count; PUSH/PUSHED. */
-#define LM_RDM_WIRE_VERSION 3
+ * Version 3: iov lists sized by their count; PUSH/PUSHED.
+ * Version 4: eager credit.  A sender has at most LM_EAGER_CREDIT bytes of
+ * eager payload to one peer that the peer has not consumed yet; a message
+ * that does not fit goes by rendezvous (an RTS holds no buffer at the
+ * receiver).  The receiver gives consumed bytes back with CREDIT (size =
+ * bytes) once they add up to LM_CREDIT_RETURN.  So what one peer makes a
+ * receiver hold for unexpected messages is bounded, and a receiver need
+ * never stop reading a link because of conforming peers (what stopped
+ * reading could hide the rendezvous data a posted receive waits for). */
+#define LM_RDM_WIRE_VERSION 4
+#define LM_EAGER_CREDIT     ((size_t)1 << 20)
+#define LM_CREDIT_RETURN    (LM_EAGER_CREDIT / 4)
 
 enum {
 	LM_OP_EAGER = 1,
@@ -74,6 +84,7 @@ enum {
 	LM_OP_ATOMIC_RESP,
 	LM_OP_PUSH,
 	LM_OP_PUSHED,
+	LM_OP_CREDIT,
 	LM_OP_MAX
 };
 
@@ -178,6 +189,8 @@ struct lm_rdm_peer {
 	 * payload goes (lm_rdm_place): read straight into the receive, or
 	 * (truncated) delivered by the next recv of this peer, which is it. */
 	struct lm_rdm_rndv *eager;
+	size_t credit; /* eager bytes we may still send it (wire version 4) */
+	size_t owed;   /* eager bytes of its we consumed and not given back */
 	unsigned char addr[];
 };
 
@@ -341,6 +354,7 @@ struct lm_rdm_ep {
 	 * before the endpoint stops reading its link (the senders then see
 	 * -FI_EAGAIN once the transport's own buffers are full). */
 	size_t unexp_bytes, unexp_max;
+	size_t npeers; /* in ep->peers: each may have LM_EAGER_CREDIT held */
 
 	/* Control packets (FIN, ACK, CTS, responses) the link refused. */
 	struct lm_list ctl_queue;
@@ -380,6 +394,17 @@ struct lm_rdm_peer *lm_rdm_peer_by_addr(struct lm_rdm_ep *ep, const void *addr);
 /* The same, without making one: NULL for an address never seen. */
 struct lm_rdm_peer *lm_rdm_peer_find(struct lm_rdm_ep *ep, const void *addr);
 fi_addr_t lm_rdm_peer_fiaddr(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer);
+/* A dead peer may be tried again (reconnected, or restarted): its
+ * endpoint starts afresh, with all its eager credit. */
+static inline void lm_rdm_peer_revive(struct lm_rdm_peer *p)
+{
+	p->dead = false;
+	p->credit = LM_EAGER_CREDIT;
+	p->owed = 0;
+}
+/* Eager bytes of peer consumed here (delivered, discarded or dropped):
+ * given back with CREDIT once LM_CREDIT_RETURN have added up. */
+void lm_rdm_credit_owe(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer, size_t n);
 
 static inline struct lm_rdm_ctx *lm_rdm_ctx_of(struct fid_ep *fid)
 {

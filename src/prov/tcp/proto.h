@@ -32,7 +32,9 @@
 #include <stdint.h>
 
 #define TCP_MAGIC         0x005043544d4f4f4cULL /* "LOOMTCP" little-endian */
-#define TCP_PROTO_VERSION 1
+/* The engine's packets travel inside: version 2 carries wire version 4
+ * (eager credit), which a version 1 peer would not honour. */
+#define TCP_PROTO_VERSION 2
 
 enum tcp_hello_kind {
 	TCP_HELLO_RDM = 1, /* an RDM endpoint's on-demand connection */
