@@ -1,9 +1,7 @@
 /* looprov.c - the "rdmloop" test provider of looprov.h. */
-#include <stdlib.h>
-#include <string.h>
-
 #include "looprov.h"
 #include "loop.h"
+#include "testdom.h"
 
 #define LOOP_CAPS                                                                        \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV | FI_READ |         \
@@ -24,32 +22,15 @@ static struct fi_rx_attr rx = {.caps = LOOP_CAPS & ~(FI_SEND | FI_READ | FI_WRIT
                                .iov_limit = LM_IOV_LIMIT};
 static struct fi_ep_attr ep = {.type = FI_EP_RDM, .max_msg_size = 1 << 30};
 static struct fi_domain_attr dom_attr = {
+    TESTPROV_DOMAIN_ATTR,
     .name = "loop",
-    .threading = FI_THREAD_SAFE,
-    .control_progress = FI_PROGRESS_MANUAL,
-    .data_progress = FI_PROGRESS_MANUAL,
-    .resource_mgmt = FI_RM_ENABLED,
     .av_type = FI_AV_UNSPEC,
-    .mr_mode = FI_MR_PROV_KEY | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED,
-    .mr_key_size = 8,
-    .cq_data_size = 8,
-    .cq_cnt = 64,
-    .ep_cnt = 64,
-    .cntr_cnt = 64,
     .mr_iov_limit = LM_IOV_LIMIT,
     .mr_cnt = 1 << 16,
-    .max_err_data = 256,
 };
 static struct fi_fabric_attr fab_attr = {.name = "rdmloop"};
-static struct fi_info tmpl = {
-    .caps = LOOP_CAPS,
-    .addr_format = FI_ADDR_STR,
-    .tx_attr = &tx,
-    .rx_attr = &rx,
-    .ep_attr = &ep,
-    .domain_attr = &dom_attr,
-    .fabric_attr = &fab_attr,
-};
+static struct fi_info tmpl =
+    TESTPROV_INFO(LOOP_CAPS, &tx, &rx, &ep, &dom_attr, &fab_attr);
 static const struct fi_info *const tmpls[] = {&tmpl, NULL};
 
 static int lp_getinfo(uint32_t version, const char *node, const char *service,
@@ -62,19 +43,13 @@ static int lp_getinfo(uint32_t version, const char *node, const char *service,
 static int lp_domain(struct fid_fabric *fabric, struct fi_info *info,
                      struct fid_domain **domain, void *context)
 {
-	struct lm_fabric *fab = lm_container_of(fabric, struct lm_fabric, fabric_fid);
-	struct lm_rdm_domain *dom = calloc(1, sizeof(*dom));
-	int ret;
+	struct lm_rdm_domain *dom;
+	int ret = lm_rdm_domain_open(fabric, info, &lm_loop_link_ops, NULL,
+	                             &lm_rdm_domain_ops, context, &dom);
 
-	if (!dom)
-		return -FI_ENOMEM;
-	ret = lm_rdm_domain_init(dom, fab, info, &lm_loop_link_ops, NULL, context);
-	if (ret) {
-		free(dom);
-		return ret;
-	}
-	*domain = &dom->util.domain_fid;
-	return 0;
+	if (!ret)
+		*domain = &dom->util.domain_fid;
+	return ret;
 }
 
 static struct fi_ops_fabric lp_fops;
@@ -91,38 +66,16 @@ static struct fi_provider lp_prov = {
 
 static int lp_fabric(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *ctx)
 {
-	struct lm_fabric *fab = calloc(1, sizeof(*fab));
-	int ret;
-
-	if (!fab)
-		return -FI_ENOMEM;
 	lp_fops = lm_fabric_ops;
 	lp_fops.domain = lp_domain;
-	ret = lm_fabric_init(fab, &lp_prov, attr, &lp_fops, ctx);
-	if (ret) {
-		free(fab);
-		return ret;
-	}
-	*fabric = &fab->fabric_fid;
-	return 0;
+	return lm_fabric_open(&lp_prov, attr, &lp_fops, ctx, fabric);
 }
 
 struct fi_info *looprov_info(enum fi_threading threading, uint64_t caps)
 {
-	struct fi_info *hints, *info = NULL;
+	struct fi_info *info;
 
-	if (!lm_prov_find("rdmloop"))
-		lm_prov_register(&lp_prov);
-	hints = fi_allocinfo();
-	if (!hints)
+	if (testprov_getinfo(&lp_prov, threading, caps ? caps : LOOP_CAPS, &info))
 		return NULL;
-	hints->fabric_attr->prov_name = strdup("rdmloop");
-	hints->domain_attr->threading = threading;
-	hints->domain_attr->mr_mode = FI_MR_PROV_KEY | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED;
-	hints->ep_attr->type = FI_EP_RDM;
-	hints->caps = caps ? caps : LOOP_CAPS;
-	if (fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info))
-		info = NULL;
-	fi_freeinfo(hints);
 	return info;
 }

@@ -1,6 +1,8 @@
 /* testdom.c - the "utiltest" provider of testdom.h. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "testdom.h"
 
@@ -11,32 +13,16 @@ static struct fi_tx_attr tx = {.caps = FI_MSG | FI_SEND, .size = 64, .iov_limit 
 static struct fi_rx_attr rx = {.caps = FI_MSG | FI_RECV, .size = 64, .iov_limit = 4};
 static struct fi_ep_attr ep = {.type = FI_EP_RDM, .max_msg_size = 1 << 20};
 static struct fi_domain_attr dom_attr = {
+	TESTPROV_DOMAIN_ATTR,
 	.name = "utiltest0",
-	.threading = FI_THREAD_SAFE,
-	.control_progress = FI_PROGRESS_MANUAL,
-	.data_progress = FI_PROGRESS_MANUAL,
-	.resource_mgmt = FI_RM_ENABLED,
-	.mr_mode = FI_MR_PROV_KEY | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED,
-	.mr_key_size = 8,
-	.cq_data_size = 8,
-	.cq_cnt = 64,
-	.ep_cnt = 64,
-	.cntr_cnt = 64,
 	.mr_iov_limit = 4,
 	.mr_cnt = 1 << 20,
-	.max_err_data = 256,
 };
 static struct fi_fabric_attr fab_attr = {.name = "utiltest"};
-static struct fi_info tmpl = {
-	.caps = FI_MSG | FI_SEND | FI_RECV | FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE |
-		FI_REMOTE_READ | FI_REMOTE_WRITE,
-	.addr_format = FI_ADDR_STR,
-	.tx_attr = &tx,
-	.rx_attr = &rx,
-	.ep_attr = &ep,
-	.domain_attr = &dom_attr,
-	.fabric_attr = &fab_attr,
-};
+#define TD_CAPS                                                                          \
+	(FI_MSG | FI_SEND | FI_RECV | FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE |          \
+	 FI_REMOTE_READ | FI_REMOTE_WRITE)
+static struct fi_info tmpl = TESTPROV_INFO(TD_CAPS, &tx, &rx, &ep, &dom_attr, &fab_attr);
 static const struct fi_info *const tmpls[] = {&tmpl, NULL};
 
 static int td_getinfo(uint32_t version, const char *node, const char *service,
@@ -76,41 +62,19 @@ static struct fi_provider td_prov = {
 
 static int td_fabric(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *ctx)
 {
-	struct lm_fabric *fab = calloc(1, sizeof(*fab));
-	int ret;
-
-	if (!fab)
-		return -FI_ENOMEM;
-	ret = lm_fabric_init(fab, &td_prov, attr, &cur_fops, ctx);
-	if (ret) {
-		free(fab);
-		return ret;
-	}
-	*fabric = &fab->fabric_fid;
-	return 0;
+	return lm_fabric_open(&td_prov, attr, &cur_fops, ctx, fabric);
 }
 
 int testdom_open(struct testdom *t, enum fi_threading threading,
 		 const struct fi_ops_fabric *fops, const struct fi_ops_domain *dops)
 {
-	struct fi_info *hints;
 	int ret;
 
 	memset(t, 0, sizeof(*t));
-	if (!lm_prov_find("utiltest"))
-		lm_prov_register(&td_prov);
 	cur_fops = fops ? *fops : lm_fabric_ops;
 	cur_fops.domain = td_domain;
 	cur_dops = dops ? dops : &lm_domain_ops;
-
-	hints = fi_allocinfo();
-	if (!hints)
-		return -FI_ENOMEM;
-	hints->fabric_attr->prov_name = strdup("utiltest");
-	hints->domain_attr->threading = threading;
-	hints->domain_attr->mr_mode = FI_MR_PROV_KEY | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED;
-	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &t->info);
-	fi_freeinfo(hints);
+	ret = testprov_getinfo(&td_prov, threading, 0, &t->info);
 	if (ret)
 		return ret;
 	ret = fi_fabric(t->info->fabric_attr, &t->fabric, NULL);
@@ -133,4 +97,51 @@ void testdom_close(struct testdom *t)
 		fi_close(&t->fabric->fid);
 	fi_freeinfo(t->info);
 	memset(t, 0, sizeof(*t));
+}
+
+int testdom_start(struct testdom *t, unsigned seconds)
+{
+	int ret;
+
+	alarm(seconds);
+	ret = testdom_open(t, FI_THREAD_SAFE, NULL, NULL);
+	if (ret)
+		fprintf(stderr, "cannot open the utiltest domain: %s\n",
+			fi_strerror(-ret));
+	return ret;
+}
+
+int testdom_run_on(struct testdom *t, enum fi_threading threading, void (*fn)(void))
+{
+	struct testdom saved = *t;
+	int ret = testdom_open(t, threading, NULL, NULL);
+
+	if (!ret) {
+		fn();
+		testdom_close(t);
+	}
+	*t = saved;
+	return ret;
+}
+
+int testprov_getinfo(struct fi_provider *prov, enum fi_threading threading, uint64_t caps,
+		     struct fi_info **info)
+{
+	struct fi_info *hints;
+	int ret;
+
+	*info = NULL;
+	if (!lm_prov_find(prov->name))
+		lm_prov_register(prov);
+	hints = fi_allocinfo();
+	if (!hints)
+		return -FI_ENOMEM;
+	hints->fabric_attr->prov_name = strdup(prov->name);
+	hints->domain_attr->threading = threading;
+	hints->domain_attr->mr_mode = TESTPROV_MR_MODE;
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->caps = caps;
+	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, info);
+	fi_freeinfo(hints);
+	return ret;
 }

@@ -7,9 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "check.h"
-#include "looprov.h"
-#include "loop.h"
+#include "loopfix.h"
 
 struct side {
 	struct fid_ep *ep;
@@ -18,10 +16,6 @@ struct side {
 	fi_addr_t addr; /* of this side, in the shared AV */
 };
 
-static struct fi_info *info;
-static struct fid_fabric *fabric;
-static struct fid_domain *domain;
-static struct fid_av *av;
 static struct side A, B;
 
 static void pump(void)
@@ -30,25 +24,6 @@ static void pump(void)
 		lm_rdm_progress(lm_rdm_ep_of(A.ep), false);
 	if (B.ep)
 		lm_rdm_progress(lm_rdm_ep_of(B.ep), false);
-}
-
-/* Read one entry from cq (errors come back as -FI_EAVAIL with *err filled). */
-static ssize_t get(struct fid_cq *cq, struct fi_cq_tagged_entry *e, fi_addr_t *src,
-                   struct fi_cq_err_entry *err)
-{
-	for (int i = 0; i < 200000; i++) {
-		ssize_t r = fi_cq_readfrom(cq, e, 1, src);
-
-		if (r == 1)
-			return 1;
-		if (r == -FI_EAVAIL) {
-			memset(err, 0, sizeof(*err));
-			fi_cq_readerr(cq, err, 0);
-			return -FI_EAVAIL;
-		}
-		pump();
-	}
-	return -FI_ETIMEDOUT;
 }
 
 static bool empty(struct fid_cq *cq)
@@ -66,15 +41,15 @@ static void open_side(struct side *s)
 	char name[64];
 	size_t len = 0;
 
-	CHECK_INT(fi_endpoint(domain, info, &s->ep, NULL), 0);
-	CHECK_INT(fi_cq_open(domain, &cqa, &s->cq, NULL), 0);
-	CHECK_INT(fi_cntr_open(domain, &ca, &s->scntr, NULL), 0);
-	CHECK_INT(fi_cntr_open(domain, &ca, &s->rcntr, NULL), 0);
+	CHECK_INT(fi_endpoint(fx.domain, fx.info, &s->ep, NULL), 0);
+	CHECK_INT(fi_cq_open(fx.domain, &cqa, &s->cq, NULL), 0);
+	CHECK_INT(fi_cntr_open(fx.domain, &ca, &s->scntr, NULL), 0);
+	CHECK_INT(fi_cntr_open(fx.domain, &ca, &s->rcntr, NULL), 0);
 	CHECK_INT(fi_ep_bind(s->ep, &s->cq->fid, FI_TRANSMIT | FI_RECV), 0);
 	CHECK_INT(fi_ep_bind(s->ep, &s->scntr->fid, FI_SEND), 0);
 	CHECK_INT(fi_ep_bind(s->ep, &s->rcntr->fid, FI_RECV), 0);
 	CHECK_INT(fi_enable(s->ep), -FI_ENOAV);
-	CHECK_INT(fi_ep_bind(s->ep, &av->fid, 0), 0);
+	CHECK_INT(fi_ep_bind(s->ep, &fx.av->fid, 0), 0);
 	CHECK_INT(fi_enable(s->ep), 0);
 	/* getname: NULL buffer -> ETOOSMALL with the length needed */
 	CHECK_INT(fi_getname(&s->ep->fid, NULL, &len), -FI_ETOOSMALL);
@@ -84,7 +59,7 @@ static void open_side(struct side *s)
 	{
 		const char *names[1] = {name}; /* FI_ADDR_STR: an array of strings */
 
-		CHECK_INT(fi_av_insert(av, names, 1, &s->addr, 0, NULL), 1);
+		CHECK_INT(fi_av_insert(fx.av, names, 1, &s->addr, 0, NULL), 1);
 	}
 }
 
@@ -130,7 +105,7 @@ static void xfer(size_t len, bool tagged, bool pre)
 		                 : fi_recv(B.ep, rbuf, len, NULL, FI_ADDR_UNSPEC, &rctx),
 		          0);
 	}
-	CHECK_INT(get(B.cq, &e, &src, &err), 1);
+	CHECK_INT(cq_get(B.cq, &e, &src, &err), 1);
 	CHECK(e.op_context == &rctx);
 	CHECK_INT(e.len, len);
 	CHECK_HEX(e.flags, FI_RECV | (tagged ? FI_TAGGED : FI_MSG));
@@ -138,7 +113,7 @@ static void xfer(size_t len, bool tagged, bool pre)
 		CHECK_HEX(e.tag, 0x55);
 	CHECK_INT(src, A.addr);
 	CHECK(!memcmp(sbuf, rbuf, len));
-	CHECK_INT(get(A.cq, &e, NULL, &err), 1);
+	CHECK_INT(cq_get(A.cq, &e, NULL, &err), 1);
 	CHECK(e.op_context == &sctx);
 	CHECK_HEX(e.flags, FI_SEND | (tagged ? FI_TAGGED : FI_MSG));
 	free(sbuf);
@@ -185,7 +160,7 @@ static void test_unexpected_many(void)
 	for (got = 0; got < N; got++) {
 		CHECK_INT(fi_trecv(B.ep, &v, sizeof(v), NULL, FI_ADDR_UNSPEC, 7, 0, NULL),
 		          0);
-		if (get(B.cq, &e, NULL, &err) != 1)
+		if (cq_get(B.cq, &e, NULL, &err) != 1)
 			break;
 		if (v != (uint32_t)got)
 			break;
@@ -231,7 +206,7 @@ static void test_multi_recv(void)
 		CHECK_INT(fi_inject(A.ep, msg, SZ, B.addr), 0);
 	}
 	/* 2048 / 100 = 20 fit (the 20th leaves 48 < 100 = min: released) */
-	while (!released && get(B.cq, &e, NULL, &err) == 1) {
+	while (!released && cq_get(B.cq, &e, NULL, &err) == 1) {
 		CHECK(e.op_context == &mctx);
 		CHECK_INT(e.len, SZ);
 		CHECK((char *)e.buf == buf + entries * SZ);
@@ -249,12 +224,12 @@ static void test_multi_recv(void)
 		fm.msg_iov = &iov2;
 		CHECK_INT(fi_recvmsg(B.ep, &fm, FI_MULTI_RECV | FI_COMPLETION), 0);
 		for (int i = 0; i < M - 20; i++) {
-			CHECK_INT(get(B.cq, &e, NULL, &err), 1);
+			CHECK_INT(cq_get(B.cq, &e, NULL, &err), 1);
 			CHECK(((char *)e.buf)[0] == 'a' + (20 + i) % 26);
 		}
 		CHECK(empty(B.cq));
 		CHECK_INT(fi_cancel(&B.ep->fid, &mctx), 0);
-		CHECK_INT(get(B.cq, &e, NULL, &err), -FI_EAVAIL);
+		CHECK_INT(cq_get(B.cq, &e, NULL, &err), -FI_EAVAIL);
 		CHECK_INT(err.err, FI_ECANCELED);
 		free(b2);
 	}
@@ -280,20 +255,20 @@ static void test_peek_claim(void)
 	tm.context = &ctx;
 	/* nothing there yet */
 	CHECK_INT(fi_trecvmsg(B.ep, &tm, FI_PEEK), 0);
-	CHECK_INT(get(B.cq, &e, NULL, &err), -FI_EAVAIL);
+	CHECK_INT(cq_get(B.cq, &e, NULL, &err), -FI_EAVAIL);
 	CHECK_INT(err.err, FI_ENOMSG);
 
 	CHECK_INT(fi_tinjectdata(A.ep, "hello", 6, 1234, B.addr, 0x99), 0);
 	pump();
 	CHECK_INT(fi_trecvmsg(B.ep, &tm, FI_PEEK), 0);
-	CHECK_INT(get(B.cq, &e, NULL, &err), 1);
+	CHECK_INT(cq_get(B.cq, &e, NULL, &err), 1);
 	CHECK_INT(e.len, 6);
 	CHECK_HEX(e.tag, 0x99);
 	CHECK_INT(e.data, 1234);
 	CHECK(e.flags & FI_REMOTE_CQ_DATA);
 	/* peek + claim, then claim it into the buffer */
 	CHECK_INT(fi_trecvmsg(B.ep, &tm, FI_PEEK | FI_CLAIM), 0);
-	CHECK_INT(get(B.cq, &e, NULL, &err), 1);
+	CHECK_INT(cq_get(B.cq, &e, NULL, &err), 1);
 	/* a plain receive does not see a claimed message */
 	{
 		char other[8];
@@ -302,11 +277,11 @@ static void test_peek_claim(void)
 		    fi_trecv(B.ep, other, 8, NULL, FI_ADDR_UNSPEC, 0x99, 0, buf + 60), 0);
 		CHECK(empty(B.cq));
 		CHECK_INT(fi_cancel(&B.ep->fid, buf + 60), 0);
-		CHECK_INT(get(B.cq, &e, NULL, &err), -FI_EAVAIL);
+		CHECK_INT(cq_get(B.cq, &e, NULL, &err), -FI_EAVAIL);
 		CHECK_INT(err.err, FI_ECANCELED);
 	}
 	CHECK_INT(fi_trecvmsg(B.ep, &tm, FI_CLAIM), 0);
-	CHECK_INT(get(B.cq, &e, NULL, &err), 1);
+	CHECK_INT(cq_get(B.cq, &e, NULL, &err), 1);
 	CHECK_STR(buf, "hello");
 	CHECK_INT(e.data, 1234);
 
@@ -315,24 +290,24 @@ static void test_peek_claim(void)
 	CHECK_INT(fi_tsend(A.ep, big, sizeof(big), NULL, B.addr, 0x99, NULL), 0);
 	pump();
 	CHECK_INT(fi_trecvmsg(B.ep, &tm, FI_PEEK | FI_CLAIM), 0);
-	CHECK_INT(get(B.cq, &e, NULL, &err), 1);
+	CHECK_INT(cq_get(B.cq, &e, NULL, &err), 1);
 	CHECK_INT(e.len, sizeof(big));
 	CHECK_INT(fi_trecvmsg(B.ep, &tm, FI_CLAIM | FI_DISCARD), 0);
-	CHECK_INT(get(B.cq, &e, NULL, &err), 1);
-	CHECK_INT(get(A.cq, &e, NULL, &err), 1); /* the sender is released */
+	CHECK_INT(cq_get(B.cq, &e, NULL, &err), 1);
+	CHECK_INT(cq_get(A.cq, &e, NULL, &err), 1); /* the sender is released */
 	/* and peek + discard */
 	CHECK_INT(fi_tsend(A.ep, big, sizeof(big), NULL, B.addr, 0x99, NULL), 0);
 	pump();
 	CHECK_INT(fi_trecvmsg(B.ep, &tm, FI_PEEK | FI_DISCARD), 0);
-	CHECK_INT(get(B.cq, &e, NULL, &err), 1);
-	CHECK_INT(get(A.cq, &e, NULL, &err), 1);
+	CHECK_INT(cq_get(B.cq, &e, NULL, &err), 1);
+	CHECK_INT(cq_get(A.cq, &e, NULL, &err), 1);
 	/* directed receive from A, tag mask */
 	CHECK_INT(fi_trecv(B.ep, rbig, sizeof(rbig), NULL, A.addr, 0x90, 0x0f, NULL), 0);
 	CHECK_INT(fi_tsend(A.ep, big, sizeof(big), NULL, B.addr, 0x9a, NULL), 0);
-	CHECK_INT(get(B.cq, &e, NULL, &err), 1);
+	CHECK_INT(cq_get(B.cq, &e, NULL, &err), 1);
 	CHECK_HEX(e.tag, 0x9a);
 	CHECK(!memcmp(big, rbig, sizeof(big)));
-	CHECK_INT(get(A.cq, &e, NULL, &err), 1);
+	CHECK_INT(cq_get(A.cq, &e, NULL, &err), 1);
 	CHECK(empty(A.cq) && empty(B.cq));
 }
 
@@ -349,12 +324,12 @@ static void test_trunc_data_dc(void)
 	for (size_t len = 200; len <= 3000; len += 2800) {
 		CHECK_INT(fi_recv(B.ep, r, sizeof(r), NULL, FI_ADDR_UNSPEC, NULL), 0);
 		CHECK_INT(fi_send(A.ep, s, len, NULL, B.addr, NULL), 0);
-		CHECK_INT(get(B.cq, &e, NULL, &err), -FI_EAVAIL);
+		CHECK_INT(cq_get(B.cq, &e, NULL, &err), -FI_EAVAIL);
 		CHECK_INT(err.err, FI_ETRUNC);
 		CHECK_INT(err.len, sizeof(r));
 		CHECK_INT(err.olen, len - sizeof(r));
 		CHECK(!memcmp(r, s, sizeof(r)));
-		CHECK_INT(get(A.cq, &e, NULL, &err), 1);
+		CHECK_INT(cq_get(A.cq, &e, NULL, &err), 1);
 	}
 	/* remote CQ data + delivery complete: the sender's completion only
 	 * after the receiver took the message */
@@ -368,10 +343,10 @@ static void test_trunc_data_dc(void)
 	lm_rdm_progress(lm_rdm_ep_of(A.ep), false);
 	CHECK(fi_cq_read(A.cq, &e, 1) == -FI_EAGAIN);
 	CHECK_INT(fi_recv(B.ep, r, sizeof(r), NULL, FI_ADDR_UNSPEC, NULL), 0);
-	CHECK_INT(get(B.cq, &e, NULL, &err), 1);
+	CHECK_INT(cq_get(B.cq, &e, NULL, &err), 1);
 	CHECK_HEX(e.flags, FI_RECV | FI_MSG | FI_REMOTE_CQ_DATA);
 	CHECK_INT(e.data, 77);
-	CHECK_INT(get(A.cq, &e, NULL, &err), 1);
+	CHECK_INT(cq_get(A.cq, &e, NULL, &err), 1);
 }
 
 static void test_counters_selective(void)
@@ -389,7 +364,7 @@ static void test_counters_selective(void)
 		pump();
 	CHECK_INT(fi_cntr_read(A.scntr), s0 + 1);
 	CHECK_INT(fi_cntr_read(B.rcntr), r0 + 1);
-	CHECK_INT(get(B.cq, &e, NULL, &err), 1);
+	CHECK_INT(cq_get(B.cq, &e, NULL, &err), 1);
 	/* an alias with FI_INJECT op flags */
 	CHECK_INT(fi_ep_alias(A.ep, &alias, FI_TRANSMIT | FI_INJECT), 0);
 	CHECK_INT(fi_control(&alias->fid, FI_GETOPSFLAG, &flags), 0);
@@ -397,8 +372,8 @@ static void test_counters_selective(void)
 	CHECK_INT(fi_close(&A.ep->fid), -FI_EBUSY);
 	CHECK_INT(fi_recv(B.ep, b, sizeof(b), NULL, FI_ADDR_UNSPEC, NULL), 0);
 	CHECK_INT(fi_send(alias, "y", 1, NULL, B.addr, NULL), 0);
-	CHECK_INT(get(B.cq, &e, NULL, &err), 1);
-	CHECK_INT(get(A.cq, &e, NULL, &err), 1);
+	CHECK_INT(cq_get(B.cq, &e, NULL, &err), 1);
+	CHECK_INT(cq_get(A.cq, &e, NULL, &err), 1);
 	CHECK_INT(fi_close(&alias->fid), 0);
 	/* fi_tx/rx_size_left are deprecated in the headers: call the ops */
 	CHECK(A.ep->ops->tx_size_left(A.ep) > 0);
@@ -430,20 +405,13 @@ static void test_peer_gone(void)
 	CHECK(err.op_context == &sctx);
 	fi_cq_strerror(A.cq, err.prov_errno, err.err_data, text, sizeof(text));
 	CHECK(strstr(text, "loop://") != NULL);
-	fi_av_remove(av, &C.addr, 1, 0);
+	fi_av_remove(fx.av, &C.addr, 1, 0);
 }
 
 int main(void)
 {
-	struct fi_av_attr ava = {.type = FI_AV_TABLE};
-
-	info = looprov_info(FI_THREAD_SAFE, 0);
-	CHECK(info != NULL);
-	if (!info)
+	if (!loopfix_open(pump))
 		return check_done();
-	CHECK_INT(fi_fabric(info->fabric_attr, &fabric, NULL), 0);
-	CHECK_INT(fi_domain(fabric, info, &domain, NULL), 0);
-	CHECK_INT(fi_av_open(domain, &ava, &av, NULL), 0);
 	open_side(&A);
 	open_side(&B);
 
@@ -457,9 +425,6 @@ int main(void)
 
 	close_side(&A);
 	close_side(&B);
-	CHECK_INT(fi_close(&av->fid), 0);
-	CHECK_INT(fi_close(&domain->fid), 0);
-	CHECK_INT(fi_close(&fabric->fid), 0);
-	fi_freeinfo(info);
+	loopfix_close();
 	return check_done();
 }

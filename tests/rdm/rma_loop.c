@@ -9,9 +9,7 @@
 #include <rdma/fi_atomic.h>
 #include <rdma/fi_rma.h>
 
-#include "check.h"
-#include "looprov.h"
-#include "loop.h"
+#include "loopfix.h"
 
 struct side {
 	struct fid_ep *ep;
@@ -20,10 +18,6 @@ struct side {
 	fi_addr_t addr;
 };
 
-static struct fi_info *info;
-static struct fid_fabric *fabric;
-static struct fid_domain *domain;
-static struct fid_av *av;
 static struct side A, B;
 
 #define TSIZE (4u << 20)
@@ -36,24 +30,6 @@ static void pump(void)
 {
 	lm_rdm_progress(lm_rdm_ep_of(A.ep), false);
 	lm_rdm_progress(lm_rdm_ep_of(B.ep), false);
-}
-
-static ssize_t get(struct fid_cq *cq, struct fi_cq_tagged_entry *e, fi_addr_t *src,
-                   struct fi_cq_err_entry *err)
-{
-	for (int i = 0; i < 200000; i++) {
-		ssize_t r = fi_cq_readfrom(cq, e, 1, src);
-
-		if (r == 1)
-			return 1;
-		if (r == -FI_EAVAIL) {
-			memset(err, 0, sizeof(*err));
-			fi_cq_readerr(cq, err, 0);
-			return -FI_EAVAIL;
-		}
-		pump();
-	}
-	return -FI_ETIMEDOUT;
 }
 
 static bool empty(struct fid_cq *cq)
@@ -70,7 +46,7 @@ static struct fid_cntr *cntr(struct fid_ep *ep, uint64_t flags)
 	struct fi_cntr_attr ca = {.events = FI_CNTR_EVENTS_COMP};
 	struct fid_cntr *c = NULL;
 
-	CHECK_INT(fi_cntr_open(domain, &ca, &c, NULL), 0);
+	CHECK_INT(fi_cntr_open(fx.domain, &ca, &c, NULL), 0);
 	CHECK_INT(fi_ep_bind(ep, &c->fid, flags), 0);
 	return c;
 }
@@ -82,17 +58,17 @@ static void open_side(struct side *s)
 	size_t len = sizeof(name);
 	const char *names[1] = {name};
 
-	CHECK_INT(fi_endpoint(domain, info, &s->ep, NULL), 0);
-	CHECK_INT(fi_cq_open(domain, &cqa, &s->cq, NULL), 0);
+	CHECK_INT(fi_endpoint(fx.domain, fx.info, &s->ep, NULL), 0);
+	CHECK_INT(fi_cq_open(fx.domain, &cqa, &s->cq, NULL), 0);
 	CHECK_INT(fi_ep_bind(s->ep, &s->cq->fid, FI_TRANSMIT | FI_RECV), 0);
 	s->rd = cntr(s->ep, FI_READ);
 	s->wr = cntr(s->ep, FI_WRITE);
 	s->rrd = cntr(s->ep, FI_REMOTE_READ);
 	s->rwr = cntr(s->ep, FI_REMOTE_WRITE);
-	CHECK_INT(fi_ep_bind(s->ep, &av->fid, 0), 0);
+	CHECK_INT(fi_ep_bind(s->ep, &fx.av->fid, 0), 0);
 	CHECK_INT(fi_enable(s->ep), 0);
 	CHECK_INT(fi_getname(&s->ep->fid, name, &len), 0);
-	CHECK_INT(fi_av_insert(av, names, 1, &s->addr, 0, NULL), 1);
+	CHECK_INT(fi_av_insert(fx.av, names, 1, &s->addr, 0, NULL), 1);
 }
 
 static void close_side(struct side *s)
@@ -121,7 +97,7 @@ static void done_ok(void *ctx, uint64_t flags)
 {
 	struct fi_cq_tagged_entry e;
 	struct fi_cq_err_entry err;
-	ssize_t r = get(A.cq, &e, NULL, &err);
+	ssize_t r = cq_get(A.cq, &e, NULL, &err);
 
 	CHECK_INT(r, 1);
 	if (r != 1) {
@@ -137,7 +113,7 @@ static void done_err(void *ctx, int want)
 	struct fi_cq_tagged_entry e;
 	struct fi_cq_err_entry err;
 
-	CHECK_INT(get(A.cq, &e, NULL, &err), -FI_EAVAIL);
+	CHECK_INT(cq_get(A.cq, &e, NULL, &err), -FI_EAVAIL);
 	CHECK_INT(err.err, want);
 	CHECK(err.op_context == ctx);
 }
@@ -174,7 +150,7 @@ static void write_read(size_t len, size_t off)
 		struct fi_cq_err_entry err;
 		fi_addr_t src = 0;
 
-		CHECK_INT(get(B.cq, &e, &src, &err), 1);
+		CHECK_INT(cq_get(B.cq, &e, &src, &err), 1);
 		CHECK_HEX(e.flags, FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA);
 		CHECK_HEX(e.data, 0xd00d + len);
 		CHECK(e.op_context == NULL);
@@ -270,7 +246,7 @@ static void test_vectors(void)
 			struct fi_cq_tagged_entry e;
 			struct fi_cq_err_entry err;
 
-			CHECK_INT(get(B.cq, &e, NULL, &err), 1);
+			CHECK_INT(cq_get(B.cq, &e, NULL, &err), 1);
 			CHECK_INT(e.data, 4242);
 		}
 	}
@@ -292,7 +268,7 @@ static void test_inject_data(void)
 	memset(v, 0, sizeof(v));
 	CHECK_INT(fi_inject_writedata(A.ep, "abc", 3, 77, B.addr, ta(tbuf + 200), key_rw),
 	          0);
-	CHECK_INT(get(B.cq, &e, NULL, &err), 1);
+	CHECK_INT(cq_get(B.cq, &e, NULL, &err), 1);
 	CHECK_HEX(e.flags, FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA);
 	CHECK_INT(e.data, 77);
 	for (int i = 0; i < 10 && fi_cntr_read(A.wr) < w0 + 2; i++)
@@ -304,7 +280,7 @@ static void test_inject_data(void)
 	CHECK(!memcmp(tbuf + 200, "abc", 3));
 	CHECK(empty(A.cq)); /* injects complete into counters only */
 	CHECK_INT(fi_cancel(&B.ep->fid, &rctx), 0);
-	CHECK_INT(get(B.cq, &e, NULL, &err), -FI_EAVAIL);
+	CHECK_INT(cq_get(B.cq, &e, NULL, &err), -FI_EAVAIL);
 	CHECK_INT(err.err, FI_ECANCELED);
 	/* inject bounded by inject_size */
 	CHECK_INT(fi_inject_write(A.ep, big, sizeof(big), B.addr, ta(tbuf), key_rw),
@@ -698,29 +674,24 @@ static void test_atomic_forms(void)
 
 int main(void)
 {
-	struct fi_av_attr ava = {.type = FI_AV_TABLE};
-
-	info = looprov_info(FI_THREAD_SAFE, 0);
-	CHECK(info != NULL);
-	if (!info)
+	if (!loopfix_open(pump))
 		return check_done();
-	CHECK(info->caps & FI_RMA);
-	CHECK(info->caps & FI_ATOMIC);
-	CHECK_INT(fi_fabric(info->fabric_attr, &fabric, NULL), 0);
-	CHECK_INT(fi_domain(fabric, info, &domain, NULL), 0);
-	CHECK_INT(fi_av_open(domain, &ava, &av, NULL), 0);
+	CHECK(fx.info->caps & FI_RMA);
+	CHECK(fx.info->caps & FI_ATOMIC);
 	open_side(&A);
 	open_side(&B);
 	tbuf = calloc(1, TSIZE);
 	lbuf = malloc(TSIZE);
 	rbuf = malloc(TSIZE + 1);
-	CHECK_INT(fi_mr_reg(domain, tbuf, TSIZE, FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0,
-	                    0, &mr_rw, NULL),
+	CHECK_INT(fi_mr_reg(fx.domain, tbuf, TSIZE, FI_REMOTE_READ | FI_REMOTE_WRITE, 0,
+	                    0, 0, &mr_rw, NULL),
 	          0);
-	CHECK_INT(
-	    fi_mr_reg(domain, ro, sizeof(ro), FI_REMOTE_READ, 0, 0, 0, &mr_ro, NULL), 0);
-	CHECK_INT(
-	    fi_mr_reg(domain, wo, sizeof(wo), FI_REMOTE_WRITE, 0, 0, 0, &mr_wo, NULL), 0);
+	CHECK_INT(fi_mr_reg(fx.domain, ro, sizeof(ro), FI_REMOTE_READ, 0, 0, 0, &mr_ro,
+	                    NULL),
+	          0);
+	CHECK_INT(fi_mr_reg(fx.domain, wo, sizeof(wo), FI_REMOTE_WRITE, 0, 0, 0, &mr_wo,
+	                    NULL),
+	          0);
 	key_rw = fi_mr_key(mr_rw);
 	key_ro = fi_mr_key(mr_ro);
 	key_wo = fi_mr_key(mr_wo);
@@ -737,10 +708,7 @@ int main(void)
 	CHECK_INT(fi_close(&mr_wo->fid), 0);
 	close_side(&A);
 	close_side(&B);
-	CHECK_INT(fi_close(&av->fid), 0);
-	CHECK_INT(fi_close(&domain->fid), 0);
-	CHECK_INT(fi_close(&fabric->fid), 0);
-	fi_freeinfo(info);
+	loopfix_close();
 	free(tbuf);
 	free(lbuf);
 	free(rbuf);

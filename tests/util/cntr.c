@@ -6,8 +6,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-#include "check.h"
-#include "testdom.h"
+#include "utilfix.h"
 
 static struct testdom td;
 
@@ -105,36 +104,28 @@ static void test_values(void)
 	CHECK_INT(fi_close(&c->fid), 0);
 }
 
-struct hook {
-	struct lm_progress p;
-	struct lm_cntr *c;
-	int runs;
-};
-
-static void hook_run(struct lm_progress *p)
+/* Each run of the hook increments the counter. */
+static void hook_inc(struct hook *h)
 {
-	struct hook *h = lm_container_of(p, struct hook, p);
-
-	h->runs++;
-	lm_cntr_inc(h->c);
+	lm_cntr_inc(h->obj);
 }
 
 static void test_progress(void)
 {
 	struct fid_cntr *c = open_cntr(FI_WAIT_UNSPEC);
-	struct hook h = {.p = {.run = hook_run, .fd = -1}};
+	struct hook h = HOOK_INIT(hook_inc, NULL);
 
 	if (!c)
 		return;
-	h.c = lmc(c);
-	lm_cntr_add_progress(h.c, &h.p);
+	h.obj = lmc(c);
+	lm_cntr_add_progress(lmc(c), &h.p);
 	CHECK_HEX(fi_cntr_read(c), 1);
 	CHECK_HEX(fi_cntr_readerr(c), 0); /* runs the hook too */
 	CHECK_INT(h.runs, 2);
 	/* each wait round progresses: threshold 5 is reached by the hook */
 	CHECK_INT(fi_cntr_wait(c, 5, 2000), 0);
 	CHECK_INT(h.runs, 5);
-	lm_cntr_del_progress(h.c, &h.p);
+	lm_cntr_del_progress(lmc(c), &h.p);
 	CHECK_HEX(fi_cntr_read(c), 5);
 	CHECK_INT(h.runs, 5);
 	CHECK_INT(fi_close(&c->fid), 0);
@@ -252,20 +243,15 @@ static void test_wait_fd(void)
 
 static void test_wait_set(void)
 {
-	struct fi_wait_attr wattr = {.wait_obj = FI_WAIT_UNSPEC};
 	struct fi_cntr_attr attr = {.events = FI_CNTR_EVENTS_COMP,
 	                            .wait_obj = FI_WAIT_SET};
-	struct fid_wait *set;
+	struct fid_wait *set = waitset_open(&td, FI_WAIT_UNSPEC);
 	struct fid_cntr *c;
 	struct delayed d;
-	pthread_t th;
-	uint64_t t0, dt;
 	int ret;
 
-	if (fi_wait_open(td.fabric, &wattr, &set)) {
-		CHECK(!"wait open");
+	if (!set)
 		return;
-	}
 	attr.wait_set = set;
 	ret = fi_cntr_open(td.domain, &attr, &c, NULL);
 	CHECK_INT(ret, 0);
@@ -275,17 +261,9 @@ static void test_wait_set(void)
 	}
 	CHECK_INT(fi_wait(set, 0), -FI_ETIMEDOUT);
 	d = (struct delayed){.c = c, .delay_ms = 50, .n = 1, .what = INC};
-	pthread_create(&th, NULL, delayed_run, &d);
-	t0 = lm_now_ms();
-	ret = fi_wait(set, 5000);
-	dt = lm_now_ms() - t0;
-	pthread_join(th, NULL);
-	CHECK_INT(ret, 0);
-	CHECK(dt >= 40 && dt < 1000);
+	waitset_woken(set, delayed_run, &d);
 	CHECK_INT(fi_wait(set, 20), -FI_ETIMEDOUT); /* the change was seen */
-	CHECK_INT(fi_close(&set->fid), -FI_EBUSY);
-	CHECK_INT(fi_close(&c->fid), 0);
-	CHECK_INT(fi_close(&set->fid), 0);
+	waitset_close(set, &c->fid);
 }
 
 /* ---- threads -------------------------------------------------------------- */
@@ -368,17 +346,11 @@ static void test_threads(void)
 	CHECK_INT(fi_close(&mt.c->fid), 0);
 }
 
-static void test_thread_domain(void)
+/* Run on a FI_THREAD_DOMAIN domain: a counter there takes no locks. */
+static void thread_domain_cntr(void)
 {
-	struct testdom saved = td;
-	struct fid_cntr *c;
+	struct fid_cntr *c = open_cntr(FI_WAIT_NONE);
 
-	CHECK_INT(testdom_open(&td, FI_THREAD_DOMAIN, NULL, NULL), 0);
-	if (!td.domain) {
-		td = saved;
-		return;
-	}
-	c = open_cntr(FI_WAIT_NONE);
 	if (c) {
 		CHECK(!lmc(c)->lock.on);
 		CHECK(!lmc(c)->plock.on);
@@ -386,17 +358,12 @@ static void test_thread_domain(void)
 		CHECK_HEX(fi_cntr_read(c), 1);
 		CHECK_INT(fi_close(&c->fid), 0);
 	}
-	testdom_close(&td);
-	td = saved;
 }
 
 int main(void)
 {
-	alarm(60); /* a lost wake-up fails the test instead of hanging it */
-	if (testdom_open(&td, FI_THREAD_SAFE, NULL, NULL)) {
-		fprintf(stderr, "cannot open the utiltest domain\n");
+	if (testdom_start(&td, 60))
 		return 1;
-	}
 	test_open_errors();
 	test_values();
 	test_progress();
@@ -406,7 +373,7 @@ int main(void)
 	test_wait_fd();
 	test_wait_set();
 	test_threads();
-	test_thread_domain();
+	CHECK_INT(testdom_run_on(&td, FI_THREAD_DOMAIN, thread_domain_cntr), 0);
 	testdom_close(&td);
 	return check_done();
 }

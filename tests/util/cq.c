@@ -7,8 +7,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-#include "check.h"
-#include "testdom.h"
+#include "utilfix.h"
 
 static struct testdom td;
 
@@ -354,19 +353,10 @@ static void test_overflow(void)
 	CHECK_INT(fi_close(&cq->fid), 0);
 }
 
-struct hook {
-	struct lm_progress p;
-	struct lm_cq *cq;
-	int runs;
-};
-
-static void hook_run(struct lm_progress *p)
+static void hook_post(struct hook *h)
 {
-	struct hook *h = lm_container_of(p, struct hook, p);
-
-	h->runs++;
 	if (h->runs % 2) /* odd runs post a completion */
-		lm_cq_write(h->cq, ctx(h->runs), 0, 0, NULL, 0, 0, 0);
+		lm_cq_write(h->obj, ctx(h->runs), 0, 0, NULL, 0, 0, 0);
 }
 
 static void test_progress(void)
@@ -374,12 +364,12 @@ static void test_progress(void)
 	struct fi_cq_entry e[2];
 	struct fi_cq_err_entry err;
 	struct fid_cq *cq = open_cq(FI_CQ_FORMAT_CONTEXT, FI_WAIT_UNSPEC, 0);
-	struct hook h = {.p = {.run = hook_run, .fd = -1}};
+	struct hook h = HOOK_INIT(hook_post, NULL);
 
 	if (!cq)
 		return;
-	h.cq = lmcq(cq);
-	lm_cq_add_progress(h.cq, &h.p);
+	h.obj = lmcq(cq);
+	lm_cq_add_progress(lmcq(cq), &h.p);
 	CHECK_INT(fi_cq_read(cq, e, 2), 1); /* the hook's entry, read at once */
 	CHECK(e[0].op_context == ctx(1));
 	CHECK_INT(h.runs, 1);
@@ -392,7 +382,7 @@ static void test_progress(void)
 	CHECK_INT(h.runs, 4);
 	CHECK_INT(fi_trywait(td.fabric, &(struct fid *){&cq->fid}, 1), -FI_EAGAIN);
 	CHECK_INT(h.runs, 5);
-	lm_cq_del_progress(h.cq, &h.p);
+	lm_cq_del_progress(lmcq(cq), &h.p);
 	CHECK_INT(fi_cq_read(cq, e, 2), 1); /* run 5's entry; no more runs */
 	CHECK(e[0].op_context == ctx(5));
 	CHECK_INT(fi_cq_read(cq, e, 2), -FI_EAGAIN);
@@ -597,22 +587,17 @@ static void *set_writer_run(void *arg)
 
 static void test_wait_set(void)
 {
-	struct fi_wait_attr wattr = {.wait_obj = FI_WAIT_FD};
 	struct fi_cq_attr attr = {.format = FI_CQ_FORMAT_CONTEXT,
 	                          .wait_obj = FI_WAIT_SET};
 	struct fi_cq_entry e[2];
-	struct fid_wait *set;
+	struct fid_wait *set = waitset_open(&td, FI_WAIT_FD);
 	struct fid_cq *cq;
 	struct fid *fids[1];
 	struct set_writer w;
-	pthread_t th;
-	uint64_t t0, dt;
 	int ret;
 
-	if (fi_wait_open(td.fabric, &wattr, &set)) {
-		CHECK(!"wait open");
+	if (!set)
 		return;
-	}
 	attr.wait_set = set;
 	ret = fi_cq_open(td.domain, &attr, &cq, NULL);
 	CHECK_INT(ret, 0);
@@ -630,20 +615,10 @@ static void test_wait_set(void)
 	CHECK_INT(fi_wait(set, 20), -FI_ETIMEDOUT);
 
 	w.cq = cq;
-	pthread_create(&th, NULL, set_writer_run, &w);
-	t0 = lm_now_ms();
-	ret = fi_wait(set, 5000);
-	dt = lm_now_ms() - t0;
-	pthread_join(th, NULL);
-	CHECK_INT(ret, 0);
-	CHECK(dt >= 40 && dt < 1000);
+	waitset_woken(set, set_writer_run, &w);
 	CHECK_INT(fi_cq_read(cq, e, 2), 1);
 	CHECK(e[0].op_context == ctx(3));
-
-	/* the set stays while a CQ uses it */
-	CHECK_INT(fi_close(&set->fid), -FI_EBUSY);
-	CHECK_INT(fi_close(&cq->fid), 0);
-	CHECK_INT(fi_close(&set->fid), 0);
+	waitset_close(set, &cq->fid);
 }
 
 static void test_close_busy(void)
@@ -785,17 +760,11 @@ static void test_two_sleepers(void)
 	CHECK_INT(fi_close(&cq->fid), 0);
 }
 
-static void test_thread_domain(void)
+/* Run on a FI_THREAD_DOMAIN domain: a CQ there takes no locks. */
+static void thread_domain_cq(void)
 {
-	struct testdom saved = td;
-	struct fid_cq *cq;
+	struct fid_cq *cq = open_cq(FI_CQ_FORMAT_CONTEXT, FI_WAIT_NONE, 0);
 
-	CHECK_INT(testdom_open(&td, FI_THREAD_DOMAIN, NULL, NULL), 0);
-	if (!td.domain) {
-		td = saved;
-		return;
-	}
-	cq = open_cq(FI_CQ_FORMAT_CONTEXT, FI_WAIT_NONE, 0);
 	if (cq) {
 		CHECK(!lmcq(cq)->lock.on);
 		CHECK(!lmcq(cq)->plock.on);
@@ -803,17 +772,12 @@ static void test_thread_domain(void)
 		CHECK_INT(fi_cq_read(cq, (struct fi_cq_entry[1]){{0}}, 1), 1);
 		CHECK_INT(fi_close(&cq->fid), 0);
 	}
-	testdom_close(&td);
-	td = saved;
 }
 
 int main(void)
 {
-	alarm(60); /* a lost wake-up fails the test instead of hanging it */
-	if (testdom_open(&td, FI_THREAD_SAFE, NULL, NULL)) {
-		fprintf(stderr, "cannot open the utiltest domain\n");
+	if (testdom_start(&td, 60))
 		return 1;
-	}
 	test_open_errors();
 	test_formats();
 	test_count_and_args();
@@ -830,7 +794,7 @@ int main(void)
 	test_close_busy();
 	test_threads();
 	test_two_sleepers();
-	test_thread_domain();
+	CHECK_INT(testdom_run_on(&td, FI_THREAD_DOMAIN, thread_domain_cq), 0);
 	testdom_close(&td);
 	return check_done();
 }
