@@ -1,4 +1,4 @@
-/* Shared by the benchmark programs: timing, sizes, statistics and CSV rows,
+/* Shared by the benchmark programs: options, sizes, statistics and CSV rows,
  * the library probe, and the pair launcher that never leaves a child behind. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -7,6 +7,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <poll.h>
 #include <sched.h>
@@ -17,46 +18,65 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-double bench_now_us(void)
+/* Takes opt and its argument if it is one of BENCH_OPTS; false if not. */
+static bool take_opt(struct bench_opts *o, int opt, const char *arg)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-int bench_parse_size(const char *s, size_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -1;
-	switch (*end) {
-	case 'k':
-	case 'K':
-		v <<= 10;
-		end++;
+	switch (opt) {
+	case 'S':
+		o->sizes_arg = arg;
 		break;
-	case 'm':
-	case 'M':
-		v <<= 20;
-		end++;
+	case 'I':
+		o->iters = atol(arg);
 		break;
-	case 'g':
-	case 'G':
-		v <<= 30;
-		end++;
+	case 'B':
+		o->budget_mb = (size_t)atol(arg);
+		break;
+	case 'r':
+		o->reps = atoi(arg);
+		break;
+	case 'c':
+		o->verify = true;
+		break;
+	case 'T':
+		o->timeout = atoi(arg);
+		break;
+	case 'A':
+		o->pin = false;
 		break;
 	default:
-		break;
+		return false;
 	}
-	if (*end || v > (1ull << 34))
+	return true;
+}
+
+int bench_getopt(int argc, char **argv, const char *spec, struct bench_opts *o)
+{
+	int opt;
+
+	while ((opt = getopt(argc, argv, spec)) != -1 && take_opt(o, opt, optarg))
+		;
+	return opt;
+}
+
+int bench_opts_check(struct bench_opts *o, long iters, size_t budget_mb)
+{
+	if (bench_parse_sizes(o->sizes_arg, o->sizes, &o->nsizes) || o->reps < 1 ||
+	    o->reps > BENCH_MAX_REPS || o->timeout < 1)
+		return -1;
+	if (!o->iters)
+		o->iters = iters;
+	o->budget = (o->budget_mb ? o->budget_mb : budget_mb) << 20;
+	return 0;
+}
+
+/* Decimal only, up to 16 GiB. */
+static int parse_size(const char *s, size_t *out)
+{
+	unsigned long long v;
+
+	if (tool_parse_size(s, 10, 1ull << 34, &v))
 		return -1;
 	*out = (size_t)v;
 	return 0;
@@ -74,8 +94,7 @@ int bench_parse_sizes(const char *s, size_t *sizes, int *n)
 	if (colon) {
 		size_t lo, hi;
 		*colon = 0;
-		if (bench_parse_size(buf, &lo) || bench_parse_size(colon + 1, &hi) ||
-		    hi < lo)
+		if (parse_size(buf, &lo) || parse_size(colon + 1, &hi) || hi < lo)
 			return -1;
 		if (lo == 0) {
 			sizes[(*n)++] = 0;
@@ -86,11 +105,24 @@ int bench_parse_sizes(const char *s, size_t *sizes, int *n)
 		return 0;
 	}
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (*n == BENCH_MAX_SIZES || bench_parse_size(tok, &sizes[*n]))
+		if (*n == BENCH_MAX_SIZES || parse_size(tok, &sizes[*n]))
 			return -1;
 		(*n)++;
 	}
 	return *n ? 0 : -1;
+}
+
+int bench_lookup(const void *table, size_t count, size_t stride, const char *name,
+                 const char *what)
+{
+	for (size_t i = 0; i < count; i++) {
+		const char *const *entry =
+		    (const void *)((const char *)table + i * stride);
+		if (!strcmp(*entry, name))
+			return (int)i;
+	}
+	fprintf(stderr, "unknown %s %s\n", what, name);
+	return -1;
 }
 
 long bench_scale_iters(long max_ops, size_t size, size_t byte_budget, long min_ops)
@@ -106,6 +138,14 @@ void bench_print_header(void)
 {
 	printf("bench,op,metric,provider,ep_type,size,iterations,window,pairs,reps,"
 	       "median,min,max,unit\n");
+}
+
+bool bench_skipped(const struct bench_shared *sh, int si, size_t size)
+{
+	if (!sh->skip_reason[si][0])
+		return false;
+	printf("# skipped size %zu: %s\n", size, sh->skip_reason[si]);
+	return true;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -195,7 +235,7 @@ int bench_run_pairs(int pairs, int timeout_s, bool pin, bench_child_fn fn, void 
 {
 	pid_t pids[2 * BENCH_MAX_PAIRS];
 	int n = 0, failed = 0, alive;
-	double deadline = bench_now_us() + timeout_s * 1e6;
+	double deadline = tool_now_us() + timeout_s * 1e6;
 
 	fflush(stdout);
 	fflush(stderr);
@@ -252,7 +292,7 @@ int bench_run_pairs(int pairs, int timeout_s, bool pin, bench_child_fn fn, void 
 		} else if (pid < 0 && errno != EINTR) {
 			break;
 		} else {
-			if (!failed && bench_now_us() > deadline) {
+			if (!failed && tool_now_us() > deadline) {
 				fprintf(stderr, "bench: timeout after %d s, killing\n",
 				        timeout_s);
 				failed = 1;
@@ -268,12 +308,11 @@ int bench_run_pairs(int pairs, int timeout_s, bool pin, bench_child_fn fn, void 
 	return failed ? -1 : 0;
 }
 
-int oob_send(int fd, const void *buf, size_t len)
+/* The whole of buf, sent (tx) or received, however many calls it takes. */
+static int oob_xfer(int fd, char *p, size_t len, bool tx)
 {
-	const char *p = buf;
-
 	while (len) {
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+		ssize_t n = tx ? send(fd, p, len, MSG_NOSIGNAL) : recv(fd, p, len, 0);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -284,20 +323,15 @@ int oob_send(int fd, const void *buf, size_t len)
 	return 0;
 }
 
+int oob_send(int fd, const void *buf, size_t len)
+{
+	/* send() only reads it. */
+	return oob_xfer(fd, (char *)buf, len, true);
+}
+
 int oob_recv(int fd, void *buf, size_t len)
 {
-	char *p = buf;
-
-	while (len) {
-		ssize_t n = recv(fd, p, len, 0);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
+	return oob_xfer(fd, buf, len, false);
 }
 
 int oob_poll(int fd)

@@ -1,11 +1,14 @@
-/* Shared by the benchmark programs: option parsing helpers, timing, statistics,
- * the CSV row format, and the launcher that forks process pairs with a deadline. */
+/* Shared by the benchmark programs: their common options, statistics, the CSV
+ * row format, and the launcher that forks process pairs with a deadline. The
+ * clock is tools/tool_util.h's, which fi_pingpong uses too. */
 #ifndef LOOM_BENCH_COMMON_H
 #define LOOM_BENCH_COMMON_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "tool_util.h"
 
 #define BENCH_MAX_SIZES 40
 #define BENCH_MAX_REPS  64
@@ -36,15 +39,52 @@ struct bench_shared {
 	unsigned barrier_count, barrier_gen, barrier_parties;
 };
 
-double bench_now_us(void);
-int bench_parse_size(const char *s, size_t *out);
+/* The options both programs take, as their usage says: -S SIZES, -I OPS,
+ * -B MiB, -r REPS, -c (verify), -T SECONDS, -A (do not pin). */
+#define BENCH_OPTS "S:I:B:r:cT:A"
+struct bench_opts {
+	size_t sizes[BENCH_MAX_SIZES];
+	int nsizes;
+	long iters;    /* operations per repetition at small sizes */
+	size_t budget; /* bytes per repetition at most */
+	int reps;
+	bool verify;
+	bool pin;
+	int timeout; /* seconds for the whole run */
+	const char *sizes_arg;
+	size_t budget_mb;
+};
+#define BENCH_OPTS_INIT                                                                  \
+	{                                                                                \
+		.reps = 5, .pin = true, .timeout = 300, .sizes_arg = "1:1m"              \
+	}
+
+/* getopt with spec, the program's own options followed by BENCH_OPTS: takes
+ * those of BENCH_OPTS into o and returns the next other one, or -1 at the
+ * end. */
+int bench_getopt(int argc, char **argv, const char *spec, struct bench_opts *o);
+/* After the options: parses the sizes, checks the counts and fills in the
+ * defaults (iters operations, budget_mb MiB) of what was not given. -1 when
+ * something is off. */
+int bench_opts_check(struct bench_opts *o, long iters, size_t budget_mb);
 /* "1:16m" (powers of two between), "64,4k,1m", or one size. */
 int bench_parse_sizes(const char *s, size_t *sizes, int *n);
+
+/* Index of the entry called name in a table of count entries, stride bytes
+ * apart, each starting with its name (a const char *); if none is, says
+ * "unknown <what> <name>" and returns -1. */
+int bench_lookup(const void *table, size_t count, size_t stride, const char *name,
+                 const char *what);
+#define BENCH_LOOKUP(table, name, what)                                                  \
+	bench_lookup(table, sizeof(table) / sizeof(*(table)), sizeof(*(table)), name,    \
+	             what)
 /* Operations per repetition: at most max_ops, at most about byte_budget
  * bytes, at least min_ops. */
 long bench_scale_iters(long max_ops, size_t size, size_t byte_budget, long min_ops);
 
 void bench_print_header(void);
+/* Prints why size si was skipped and returns true, if it was. */
+bool bench_skipped(const struct bench_shared *sh, int si, size_t size);
 /* Median, min and max of the values; aggregate = sum over pairs (rates and
  * bandwidths) or mean (latencies). */
 void bench_print_row(const struct bench_row *row, int reps, const double *values);

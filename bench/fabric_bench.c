@@ -23,6 +23,7 @@
 #include <rdma/fi_tagged.h>
 
 #include "common.h"
+#include "tool_fabric.h"
 
 #define BENCH_TAG   0x10adull
 #define MAX_NAME    512
@@ -31,7 +32,8 @@
 #define ATOMIC_ELEM sizeof(uint64_t)
 
 /* Seconds without a completion before a side gives up: the peer is gone.
- * Half of -T, so a stall is reported before the launcher's deadline. */
+ * Half of -T (at most 30), so a stall is reported before the launcher's
+ * deadline. */
 static double stall_s = 30;
 
 enum op { OP_SEND, OP_TAGGED, OP_WRITE, OP_READ, OP_WRITEDATA, OP_FATOMIC };
@@ -65,16 +67,9 @@ struct cfg {
 	enum fi_ep_type ep_type;
 	const struct op_desc *op;
 	bool bw; /* else latency */
-	size_t sizes[BENCH_MAX_SIZES];
-	int nsizes;
-	long iters;
-	size_t budget;
-	int reps;
+	struct bench_opts o;
 	int window;
 	int pairs;
-	bool verify;
-	bool pin;
-	int timeout;
 	struct bench_shared *sh;
 };
 
@@ -82,17 +77,7 @@ struct cfg {
 struct fb {
 	const struct cfg *c;
 	int rank, pair, oob;
-	struct fi_info *info;
-	struct fid_fabric *fabric;
-	struct fid_domain *domain;
-	struct fid_eq *eq;
-	struct fid_pep *pep;
-	struct fid_ep *ep;
-	struct fid_cq *cq;
-	struct fid_av *av;
-	struct fid_mr *mr;
-	void *desc;
-	fi_addr_t peer;
+	struct tool_fabric fab;
 	char *buf; /* [tx | rx/target | fetch results], each region `region` bytes */
 	size_t region;
 	uint64_t raddr, rkey; /* the peer's target region */
@@ -118,47 +103,18 @@ static int fail(struct fb *f, const char *what, ssize_t ret)
 	return -1;
 }
 
-static struct fi_info *make_hints(const struct cfg *c)
+static int getinfo(const struct cfg *c, void *dest, size_t len, uint32_t fmt,
+                   struct fi_info **out)
 {
-	struct fi_info *h = fi_allocinfo();
+	struct fi_info *h = tool_hints(c->ep_type, c->op->caps, c->prov, c->domain);
 
 	if (!h)
-		return NULL;
-	h->caps = c->op->caps;
-	h->ep_attr->type = c->ep_type;
-	h->mode = FI_CONTEXT | FI_CONTEXT2;
-	h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
-	                          FI_MR_PROV_KEY | FI_MR_ENDPOINT;
-	h->domain_attr->threading = FI_THREAD_DOMAIN;
+		return -FI_ENOMEM;
 	/* Remote CQ data is asked for through its size; FI_REMOTE_CQ_DATA is
 	 * not a capability every provider lists. */
 	if (c->op->op == OP_WRITEDATA)
 		h->domain_attr->cq_data_size = sizeof(uint64_t);
-	if (c->prov)
-		h->fabric_attr->prov_name = strdup(c->prov);
-	if (c->domain)
-		h->domain_attr->name = strdup(c->domain);
-	return h;
-}
-
-static int getinfo(const struct cfg *c, void *dest, size_t len, uint32_t fmt,
-                   struct fi_info **out)
-{
-	struct fi_info *h = make_hints(c);
-	int ret;
-
-	if (!h)
-		return -FI_ENOMEM;
-	if (dest) {
-		h->dest_addr = dest;
-		h->dest_addrlen = len;
-		h->addr_format = fmt;
-	}
-	ret = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, h,
-	                 out);
-	h->dest_addr = NULL;
-	fi_freeinfo(h);
-	return ret;
+	return tool_getinfo(h, dest, len, fmt, 0, out);
 }
 
 /* ---- completions --------------------------------------------------------- */
@@ -166,17 +122,17 @@ static int getinfo(const struct cfg *c, void *dest, size_t len, uint32_t fmt,
 static int read_cq(struct fb *f)
 {
 	struct fi_cq_data_entry e[16];
-	ssize_t n = fi_cq_read(f->cq, e, 16);
+	ssize_t n = fi_cq_read(f->fab.cq, e, 16);
 
 	if (n == -FI_EAGAIN)
 		return 0;
 	if (n == -FI_EAVAIL) {
 		struct fi_cq_err_entry err = {0};
 		char buf[128];
-		fi_cq_readerr(f->cq, &err, 0);
+		fi_cq_readerr(f->fab.cq, &err, 0);
 		fprintf(stderr, "fabric_bench[%d.%d]: completion error %s: %s\n", f->pair,
 		        f->rank, fi_strerror(err.err),
-		        fi_cq_strerror(f->cq, err.prov_errno, err.err_data, buf,
+		        fi_cq_strerror(f->fab.cq, err.prov_errno, err.err_data, buf,
 		                       sizeof(buf)));
 		return -1;
 	}
@@ -220,8 +176,8 @@ static int wait_count(struct fb *f, long *counter, long target)
 		if (spins % 4096)
 			continue;
 		if (!deadline)
-			deadline = bench_now_us() + STALL_US;
-		else if (bench_now_us() > deadline) {
+			deadline = tool_now_us() + STALL_US;
+		else if (tool_now_us() > deadline) {
 			fprintf(
 			    stderr,
 			    "fabric_bench[%d.%d]: no completion in %.0f s (sends %ld, "
@@ -243,8 +199,8 @@ static int wait_count(struct fb *f, long *counter, long target)
 			if (read_cq(f) < 0)                                              \
 				return -1;                                               \
 			if (!dl_)                                                        \
-				dl_ = bench_now_us() + STALL_US;                         \
-			else if (bench_now_us() > dl_)                                   \
+				dl_ = tool_now_us() + STALL_US;                          \
+			else if (tool_now_us() > dl_)                                    \
 				return fail(f, what " (stalled)", ret_);                 \
 		}                                                                        \
 		if (ret_)                                                                \
@@ -270,15 +226,15 @@ static int post_recv(struct fb *f, int slot)
 {
 	size_t len = f->region;
 
-	if (len > f->info->ep_attr->max_msg_size)
-		len = f->info->ep_attr->max_msg_size;
+	if (len > f->fab.info->ep_attr->max_msg_size)
+		len = f->fab.info->ep_attr->max_msg_size;
 	if (f->c->op->op == OP_TAGGED)
 		POST(f, "fi_trecv",
-		     fi_trecv(f->ep, rx_buf(f), len, f->desc, FI_ADDR_UNSPEC, BENCH_TAG,
-		              0, &f->rx_ctx[slot]));
+		     fi_trecv(f->fab.ep, rx_buf(f), len, f->fab.desc, FI_ADDR_UNSPEC,
+		              BENCH_TAG, 0, &f->rx_ctx[slot]));
 	else
 		POST(f, "fi_recv",
-		     fi_recv(f->ep, rx_buf(f), len, f->desc, FI_ADDR_UNSPEC,
+		     fi_recv(f->fab.ep, rx_buf(f), len, f->fab.desc, FI_ADDR_UNSPEC,
 		             &f->rx_ctx[slot]));
 	return 0;
 }
@@ -286,22 +242,24 @@ static int post_recv(struct fb *f, int slot)
 /* Returns 1 if the send completes without a completion entry (inject). */
 static int post_send(struct fb *f, size_t size, int slot, bool allow_inject)
 {
-	bool inject = allow_inject && size <= f->info->tx_attr->inject_size;
+	bool inject = allow_inject && size <= f->fab.info->tx_attr->inject_size;
 
 	if (f->c->op->op == OP_TAGGED) {
 		if (inject)
 			POST(f, "fi_tinject",
-			     fi_tinject(f->ep, tx_buf(f), size, f->peer, BENCH_TAG));
+			     fi_tinject(f->fab.ep, tx_buf(f), size, f->fab.peer,
+			                BENCH_TAG));
 		else
 			POST(f, "fi_tsend",
-			     fi_tsend(f->ep, tx_buf(f), size, f->desc, f->peer, BENCH_TAG,
-			              &f->tx_ctx[slot]));
+			     fi_tsend(f->fab.ep, tx_buf(f), size, f->fab.desc,
+			              f->fab.peer, BENCH_TAG, &f->tx_ctx[slot]));
 	} else {
 		if (inject)
-			POST(f, "fi_inject", fi_inject(f->ep, tx_buf(f), size, f->peer));
+			POST(f, "fi_inject",
+			     fi_inject(f->fab.ep, tx_buf(f), size, f->fab.peer));
 		else
 			POST(f, "fi_send",
-			     fi_send(f->ep, tx_buf(f), size, f->desc, f->peer,
+			     fi_send(f->fab.ep, tx_buf(f), size, f->fab.desc, f->fab.peer,
 			             &f->tx_ctx[slot]));
 	}
 	return inject ? 1 : 0;
@@ -312,24 +270,25 @@ static int post_onesided(struct fb *f, size_t size, int slot, uint64_t data)
 	switch (f->c->op->op) {
 	case OP_WRITE:
 		POST(f, "fi_write",
-		     fi_write(f->ep, tx_buf(f), size, f->desc, f->peer, f->raddr, f->rkey,
-		              &f->tx_ctx[slot]));
+		     fi_write(f->fab.ep, tx_buf(f), size, f->fab.desc, f->fab.peer,
+		              f->raddr, f->rkey, &f->tx_ctx[slot]));
 		break;
 	case OP_WRITEDATA:
 		POST(f, "fi_writedata",
-		     fi_writedata(f->ep, tx_buf(f), size, f->desc, data, f->peer,
-		                  f->raddr, f->rkey, &f->tx_ctx[slot]));
+		     fi_writedata(f->fab.ep, tx_buf(f), size, f->fab.desc, data,
+		                  f->fab.peer, f->raddr, f->rkey, &f->tx_ctx[slot]));
 		break;
 	case OP_READ:
 		POST(f, "fi_read",
-		     fi_read(f->ep, rx_buf(f), size, f->desc, f->peer, f->raddr, f->rkey,
-		             &f->tx_ctx[slot]));
+		     fi_read(f->fab.ep, rx_buf(f), size, f->fab.desc, f->fab.peer,
+		             f->raddr, f->rkey, &f->tx_ctx[slot]));
 		break;
 	case OP_FATOMIC:
 		POST(f, "fi_fetch_atomic",
-		     fi_fetch_atomic(f->ep, tx_buf(f), size / ATOMIC_ELEM, f->desc,
-		                     res_buf(f), f->desc, f->peer, f->raddr, f->rkey,
-		                     FI_UINT64, FI_SUM, &f->tx_ctx[slot]));
+		     fi_fetch_atomic(f->fab.ep, tx_buf(f), size / ATOMIC_ELEM,
+		                     f->fab.desc, res_buf(f), f->fab.desc, f->fab.peer,
+		                     f->raddr, f->rkey, FI_UINT64, FI_SUM,
+		                     &f->tx_ctx[slot]));
 		break;
 	default:
 		return -1;
@@ -349,7 +308,7 @@ static int send_name(struct fb *f, fid_t fid)
 	if (ret)
 		return fail(f, "fi_getname", ret);
 	hdr[0] = (uint32_t)len;
-	hdr[1] = f->info->addr_format;
+	hdr[1] = f->fab.info->addr_format;
 	return oob_send(f->oob, hdr, sizeof(hdr)) || oob_send(f->oob, name, len) ? -1 : 0;
 }
 
@@ -367,11 +326,11 @@ static int recv_name(struct fb *f, char *name, size_t *len, uint32_t *fmt)
 static int wait_cm(struct fb *f, uint32_t want, struct fi_eq_cm_entry *entry)
 {
 	uint32_t event;
-	ssize_t n = fi_eq_sread(f->eq, &event, entry, sizeof(*entry), 30000, 0);
+	ssize_t n = fi_eq_sread(f->fab.eq, &event, entry, sizeof(*entry), 30000, 0);
 
 	if (n == -FI_EAVAIL) {
 		struct fi_eq_err_entry err = {0};
-		fi_eq_readerr(f->eq, &err, 0);
+		fi_eq_readerr(f->fab.eq, &err, 0);
 		return fail(f, "connection", err.err);
 	}
 	if (n < 0)
@@ -383,47 +342,21 @@ static int wait_cm(struct fb *f, uint32_t want, struct fi_eq_cm_entry *entry)
 
 static int open_ep(struct fb *f, struct fi_info *info)
 {
-	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_DATA,
-	                             .wait_obj = FI_WAIT_NONE};
-	struct fi_av_attr av_attr = {.type = FI_AV_UNSPEC};
-	int ret;
+	const char *call;
+	int ret = tool_open_ep(&f->fab, info, FI_CQ_FORMAT_DATA, &call);
 
-	if ((ret = fi_domain(f->fabric, info, &f->domain, NULL)))
-		return fail(f, "fi_domain", ret);
-	if ((ret = fi_cq_open(f->domain, &cq_attr, &f->cq, NULL)))
-		return fail(f, "fi_cq_open", ret);
-	if ((ret = fi_endpoint(f->domain, info, &f->ep, NULL)))
-		return fail(f, "fi_endpoint", ret);
-	if ((ret = fi_ep_bind(f->ep, &f->cq->fid, FI_TRANSMIT | FI_RECV)))
-		return fail(f, "fi_ep_bind(cq)", ret);
-	if (f->c->ep_type == FI_EP_MSG) {
-		if ((ret = fi_ep_bind(f->ep, &f->eq->fid, 0)))
-			return fail(f, "fi_ep_bind(eq)", ret);
-	} else {
-		if ((ret = fi_av_open(f->domain, &av_attr, &f->av, NULL)))
-			return fail(f, "fi_av_open", ret);
-		if ((ret = fi_ep_bind(f->ep, &f->av->fid, 0)))
-			return fail(f, "fi_ep_bind(av)", ret);
-	}
-	if ((ret = fi_enable(f->ep)))
-		return fail(f, "fi_enable", ret);
-	ret = fi_mr_reg(f->domain, f->buf, 3 * f->region,
-	                FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ |
-	                    FI_REMOTE_WRITE,
-	                0, (uint64_t)(f->pair * 2 + f->rank + 1), 0, &f->mr, NULL);
+	/* Every region is the target of some operation; keys differ per process. */
+	if (!ret)
+		ret = tool_reg_mr(&f->fab, info, f->buf, 3 * f->region,
+		                  FI_SEND | FI_RECV | FI_READ | FI_WRITE |
+		                      FI_REMOTE_READ | FI_REMOTE_WRITE,
+		                  (uint64_t)(f->pair * 2 + f->rank + 1), &call);
 	if (ret)
-		return fail(f, "fi_mr_reg", ret);
-	if (info->domain_attr->mr_mode & FI_MR_ENDPOINT) {
-		if ((ret = fi_mr_bind(f->mr, &f->ep->fid, 0)))
-			return fail(f, "fi_mr_bind", ret);
-		if ((ret = fi_mr_enable(f->mr)))
-			return fail(f, "fi_mr_enable", ret);
-	}
-	f->desc = fi_mr_desc(f->mr);
+		return fail(f, call, ret);
 	if (f->c->op->op == OP_FATOMIC) {
 		struct fi_atomic_attr attr = {0};
-		ret =
-		    fi_query_atomic(f->domain, FI_UINT64, FI_SUM, &attr, FI_FETCH_ATOMIC);
+		ret = fi_query_atomic(f->fab.domain, FI_UINT64, FI_SUM, &attr,
+		                      FI_FETCH_ATOMIC);
 		f->max_atomic = ret ? 0 : attr.count;
 	}
 	return 0;
@@ -443,9 +376,9 @@ static int setup(struct fb *f)
 	void *p;
 	int ret;
 
-	for (int i = 0; i < c->nsizes; i++)
-		if (c->sizes[i] > max)
-			max = c->sizes[i];
+	for (int i = 0; i < c->o.nsizes; i++)
+		if (c->o.sizes[i] > max)
+			max = c->o.sizes[i];
 	f->region = (max + 4095) & ~(size_t)4095;
 	if (posix_memalign(&p, 4096, 3 * f->region))
 		return -1;
@@ -457,65 +390,65 @@ static int setup(struct fb *f)
 	if (c->ep_type == FI_EP_MSG && f->rank == 1) {
 		if (recv_name(f, name, &len, &fmt))
 			return -1;
-		ret = getinfo(c, name, len, fmt, &f->info);
+		ret = getinfo(c, name, len, fmt, &f->fab.info);
 	} else {
-		ret = getinfo(c, NULL, 0, 0, &f->info);
+		ret = getinfo(c, NULL, 0, 0, &f->fab.info);
 	}
 	if (ret)
 		return fail(f, "fi_getinfo", ret);
 	if (f->rank == 1 && f->pair == 0)
 		snprintf(c->sh->resolved_prov, sizeof(c->sh->resolved_prov), "%s",
-		         f->info->fabric_attr->prov_name);
-	if ((ret = fi_fabric(f->info->fabric_attr, &f->fabric, NULL)))
+		         f->fab.info->fabric_attr->prov_name);
+	if ((ret = fi_fabric(f->fab.info->fabric_attr, &f->fab.fabric, NULL)))
 		return fail(f, "fi_fabric", ret);
 	if (c->ep_type == FI_EP_MSG) {
-		if ((ret = fi_eq_open(f->fabric, &eq_attr, &f->eq, NULL)))
+		if ((ret = fi_eq_open(f->fab.fabric, &eq_attr, &f->fab.eq, NULL)))
 			return fail(f, "fi_eq_open", ret);
 	}
 
 	if (c->ep_type == FI_EP_MSG && f->rank == 0) {
-		if ((ret = fi_passive_ep(f->fabric, f->info, &f->pep, NULL)))
+		if ((ret = fi_passive_ep(f->fab.fabric, f->fab.info, &f->fab.pep, NULL)))
 			return fail(f, "fi_passive_ep", ret);
-		if ((ret = fi_pep_bind(f->pep, &f->eq->fid, 0)) ||
-		    (ret = fi_listen(f->pep)))
+		if ((ret = fi_pep_bind(f->fab.pep, &f->fab.eq->fid, 0)) ||
+		    (ret = fi_listen(f->fab.pep)))
 			return fail(f, "fi_listen", ret);
-		if (send_name(f, &f->pep->fid) || wait_cm(f, FI_CONNREQ, &entry))
+		if (send_name(f, &f->fab.pep->fid) || wait_cm(f, FI_CONNREQ, &entry))
 			return -1;
 		ret = open_ep(f, entry.info);
-		if (!ret && (ret = fi_accept(f->ep, NULL, 0)))
+		if (!ret && (ret = fi_accept(f->fab.ep, NULL, 0)))
 			fail(f, "fi_accept", ret);
 		fi_freeinfo(entry.info);
 		if (ret || wait_cm(f, FI_CONNECTED, &entry))
 			return -1;
 	} else if (c->ep_type == FI_EP_MSG) {
-		if (open_ep(f, f->info))
+		if (open_ep(f, f->fab.info))
 			return -1;
-		if ((ret = fi_connect(f->ep, name, NULL, 0)))
+		if ((ret = fi_connect(f->fab.ep, name, NULL, 0)))
 			return fail(f, "fi_connect", ret);
 		if (wait_cm(f, FI_CONNECTED, &entry))
 			return -1;
 	} else {
-		if (open_ep(f, f->info) || send_name(f, &f->ep->fid) ||
+		if (open_ep(f, f->fab.info) || send_name(f, &f->fab.ep->fid) ||
 		    recv_name(f, name, &len, &fmt))
 			return -1;
-		ret = fi_av_insert(f->av, name, 1, &f->peer, 0, NULL);
+		ret = fi_av_insert(f->fab.av, name, 1, &f->fab.peer, 0, NULL);
 		if (ret != 1)
 			return fail(f, "fi_av_insert", ret);
 	}
 
 	/* Both sides compute the same window from the same limits. */
 	f->window = c->bw ? c->window : 1;
-	if ((size_t)f->window > f->info->tx_attr->size)
-		f->window = (int)f->info->tx_attr->size;
-	if ((size_t)f->window > f->info->rx_attr->size)
-		f->window = (int)f->info->rx_attr->size;
+	if ((size_t)f->window > f->fab.info->tx_attr->size)
+		f->window = (int)f->fab.info->tx_attr->size;
+	if ((size_t)f->window > f->fab.info->rx_attr->size)
+		f->window = (int)f->fab.info->rx_attr->size;
 	if (f->window < 1)
 		f->window = 1;
 
-	mine.addr = f->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR
+	mine.addr = f->fab.info->domain_attr->mr_mode & FI_MR_VIRT_ADDR
 	                ? (uint64_t)(uintptr_t)rx_buf(f)
 	                : (uint64_t)f->region;
-	mine.key = fi_mr_key(f->mr);
+	mine.key = fi_mr_key(f->fab.mr);
 	if (oob_send(f->oob, &mine, sizeof(mine)) ||
 	    oob_recv(f->oob, &theirs, sizeof(theirs)))
 		return -1;
@@ -526,23 +459,7 @@ static int setup(struct fb *f)
 
 static void teardown(struct fb *f)
 {
-	if (f->mr)
-		fi_close(&f->mr->fid);
-	if (f->ep)
-		fi_close(&f->ep->fid);
-	if (f->pep)
-		fi_close(&f->pep->fid);
-	if (f->av)
-		fi_close(&f->av->fid);
-	if (f->cq)
-		fi_close(&f->cq->fid);
-	if (f->domain)
-		fi_close(&f->domain->fid);
-	if (f->eq)
-		fi_close(&f->eq->fid);
-	if (f->fabric)
-		fi_close(&f->fabric->fid);
-	fi_freeinfo(f->info);
+	tool_fabric_close(&f->fab);
 	free(f->buf);
 }
 
@@ -551,7 +468,7 @@ static const char *skip_reason(struct fb *f, size_t size)
 {
 	enum op op = f->c->op->op;
 
-	if (size > f->info->ep_attr->max_msg_size)
+	if (size > f->fab.info->ep_attr->max_msg_size)
 		return "above max_msg_size";
 	if (!f->c->op->two_sided && size == 0)
 		return "zero-byte RMA/atomic not measured";
@@ -570,7 +487,7 @@ static int check_rx(struct fb *f, const char *buf, size_t size, uint64_t seed,
 {
 	long bad;
 
-	if (!f->c->verify)
+	if (!f->c->o.verify)
 		return 0;
 	bad = bench_check(buf, size, seed);
 	if (bad >= 0) {
@@ -579,6 +496,44 @@ static int check_rx(struct fb *f, const char *buf, size_t size, uint64_t seed,
 		        f->pair, f->rank, what, bad, size);
 		return -1;
 	}
+	return 0;
+}
+
+/* Every uint64 of the size bytes at buf must be want; says what is not. */
+static int check_u64s(const char *buf, size_t size, long want, const char *what)
+{
+	const uint64_t *v = (const uint64_t *)buf;
+
+	for (size_t e = 0; e < size / ATOMIC_ELEM; e++) {
+		if (v[e] != (uint64_t)want) {
+			fprintf(stderr, "fabric_bench: %s %" PRIu64 ", expected %ld\n",
+			        what, v[e], want);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Posts one send (injected where it can be) and waits for it: *sent counts
+ * the completions to expect since tx0, which injected sends do not give. */
+static int send_one(struct fb *f, size_t size, int slot, long tx0, long *sent)
+{
+	int inj = post_send(f, size, slot, true);
+
+	if (inj < 0)
+		return -1;
+	*sent += !inj;
+	return wait_count(f, &f->tx_done, tx0 + *sent);
+}
+
+/* Waits for receive number rx_target, checks it, and has the next one
+ * posted if repost. */
+static int recv_one(struct fb *f, size_t size, uint64_t seed, long rx_target, bool repost,
+                    const char *what)
+{
+	if (wait_count(f, &f->rx_done, rx_target) ||
+	    check_rx(f, rx_buf(f), size, seed, what) || (repost && post_recv(f, 0)))
+		return -1;
 	return 0;
 }
 
@@ -591,34 +546,18 @@ static int pingpong(struct fb *f, size_t size, long iters, uint64_t seed, bool c
 
 	for (long i = 0; i < iters; i++) {
 		uint64_t s = seed + (uint64_t)i;
-		if (client) {
-			if (f->c->verify)
-				bench_fill(tx_buf(f), size, s);
-			int inj = post_send(f, size, 0, true);
-			if (inj < 0)
-				return -1;
-			sent += !inj;
-			if (wait_count(f, &f->tx_done, tx0 + sent) ||
-			    wait_count(f, &f->rx_done, rx0 + i + 1) ||
-			    check_rx(f, rx_buf(f), size, s, "pong") ||
-			    (i + 1 < iters && post_recv(f, 0)))
-				return -1;
-		} else {
-			/* The last receive of a repetition is not replaced: the
-			 * next repetition posts its own. */
-			if (wait_count(f, &f->rx_done, rx0 + i + 1) ||
-			    check_rx(f, rx_buf(f), size, s, "ping") ||
-			    (i + 1 < iters && post_recv(f, 0)))
-				return -1;
-			if (f->c->verify)
-				bench_fill(tx_buf(f), size, s);
-			int inj = post_send(f, size, 0, true);
-			if (inj < 0)
-				return -1;
-			sent += !inj;
-			if (wait_count(f, &f->tx_done, tx0 + sent))
-				return -1;
-		}
+		/* The last receive of a repetition is not replaced: the next
+		 * repetition posts its own. */
+		bool more = i + 1 < iters;
+
+		if (!client && recv_one(f, size, s, rx0 + i + 1, more, "ping"))
+			return -1;
+		if (f->c->o.verify)
+			bench_fill(tx_buf(f), size, s);
+		if (send_one(f, size, 0, tx0, &sent))
+			return -1;
+		if (client && recv_one(f, size, s, rx0 + i + 1, more, "pong"))
+			return -1;
 	}
 	return 0;
 }
@@ -633,7 +572,7 @@ static int stream(struct fb *f, size_t size, long iters, uint64_t seed, bool cli
 	for (long k = 0; k < windows; k++) {
 		uint64_t s = seed + (uint64_t)k;
 		if (client) {
-			if (f->c->verify)
+			if (f->c->o.verify)
 				bench_fill(tx_buf(f), size, s);
 			for (int j = 0; j < w; j++)
 				if (post_send(f, size, j, false) < 0)
@@ -649,11 +588,7 @@ static int stream(struct fb *f, size_t size, long iters, uint64_t seed, bool cli
 			for (int j = 0; j < w && k + 1 < windows; j++)
 				if (post_recv(f, j))
 					return -1;
-			int inj = post_send(f, 4, w, true);
-			if (inj < 0)
-				return -1;
-			sent += !inj;
-			if (wait_count(f, &f->tx_done, tx0 + sent))
+			if (send_one(f, 4, w, tx0, &sent))
 				return -1;
 		}
 	}
@@ -687,17 +622,9 @@ static int initiate(struct fb *f, size_t size, long iters, uint64_t seed)
 			return -1;
 		if (op == OP_READ && check_rx(f, rx_buf(f), size, seed, "read"))
 			return -1;
-		if (op == OP_FATOMIC && f->c->verify && w == 1) {
-			const uint64_t *r = (const uint64_t *)res_buf(f);
-			for (size_t e = 0; e < size / ATOMIC_ELEM; e++)
-				if (r[e] != (uint64_t)done) {
-					fprintf(stderr,
-					        "fabric_bench: fetched %" PRIu64
-					        ", expected %ld\n",
-					        r[e], done);
-					return -1;
-				}
-		}
+		if (op == OP_FATOMIC && f->c->o.verify && w == 1 &&
+		    check_u64s(res_buf(f), size, done, "fetched"))
+			return -1;
 		done += n;
 	}
 	return 0;
@@ -735,21 +662,12 @@ static int verify_target(struct fb *f, size_t size, long iters, uint64_t seed)
 {
 	enum op op = f->c->op->op;
 
-	if (!f->c->verify)
+	if (!f->c->o.verify)
 		return 0;
 	if (op == OP_WRITE || op == OP_WRITEDATA)
 		return check_rx(f, rx_buf(f), size, seed, "write target");
-	if (op == OP_FATOMIC) {
-		const uint64_t *t = (const uint64_t *)rx_buf(f);
-		for (size_t e = 0; e < size / ATOMIC_ELEM; e++)
-			if (t[e] != (uint64_t)iters) {
-				fprintf(stderr,
-				        "fabric_bench: atomic target %" PRIu64
-				        ", expected %ld\n",
-				        t[e], iters);
-				return -1;
-			}
-	}
+	if (op == OP_FATOMIC)
+		return check_u64s(rx_buf(f), size, iters, "atomic target");
 	return 0;
 }
 
@@ -803,7 +721,7 @@ static int prepare_initiator(struct fb *f, size_t size, uint64_t seed)
 static int run_rep(struct fb *f, int si, int rep, long iters, uint64_t seed)
 {
 	const struct cfg *c = f->c;
-	size_t size = c->sizes[si];
+	size_t size = c->o.sizes[si];
 	struct rep_msg m = {si, rep, iters, seed};
 	char byte = 0;
 	bool two = c->op->two_sided;
@@ -817,14 +735,14 @@ static int run_rep(struct fb *f, int si, int rep, long iters, uint64_t seed)
 		if (prepare_initiator(f, size, seed) || oob_send(f->oob, &m, sizeof(m)) ||
 		    oob_recv(f->oob, &byte, 1))
 			return -1;
-		t0 = bench_now_us();
+		t0 = tool_now_us();
 		if (two) {
 			if ((c->bw ? stream : pingpong)(f, size, iters, seed, true))
 				return -1;
 		} else if (initiate(f, size, iters, seed)) {
 			return -1;
 		}
-		us = bench_now_us() - t0;
+		us = tool_now_us() - t0;
 		if (oob_send(f->oob, &byte, 1) || oob_recv(f->oob, &byte, 1))
 			return -1;
 		if (byte) {
@@ -872,11 +790,11 @@ static int child(int rank, int pair, int fd, void *arg)
 	f->rank = rank;
 	f->pair = pair;
 	f->oob = fd;
-	f->peer = FI_ADDR_UNSPEC;
+	f->fab.peer = FI_ADDR_UNSPEC;
 	if (setup(f))
 		goto out;
-	for (int si = 0; si < c->nsizes; si++) {
-		size_t size = c->sizes[si];
+	for (int si = 0; si < c->o.nsizes; si++) {
+		size_t size = c->o.sizes[si];
 		const char *why = skip_reason(f, size);
 		long iters;
 
@@ -886,7 +804,7 @@ static int child(int rank, int pair, int fd, void *arg)
 				         sizeof(c->sh->skip_reason[si]), "%s", why);
 			continue;
 		}
-		iters = bench_scale_iters(c->iters, size, c->budget,
+		iters = bench_scale_iters(c->o.iters, size, c->o.budget,
 		                          c->bw ? 2L * f->window : 10);
 		if (c->bw && c->op->two_sided)
 			iters = (iters + f->window - 1) / f->window * f->window;
@@ -894,7 +812,7 @@ static int child(int rank, int pair, int fd, void *arg)
 		 * measured repetitions. */
 		if (run_rep(f, si, -1, iters / 10 + 1, 1000 + (uint64_t)si))
 			goto out;
-		for (int r = 0; r < c->reps; r++)
+		for (int r = 0; r < c->o.reps; r++)
 			if (run_rep(f, si, r, iters, (uint64_t)(si * 64 + r) * 1000003u))
 				goto out;
 		if (rank == 1 && pair == 0) {
@@ -954,47 +872,29 @@ int main(int argc, char **argv)
 	struct cfg c = {.ep_name = "rdm",
 	                .ep_type = FI_EP_RDM,
 	                .op = &op_table[0],
-	                .iters = 0,
-	                .reps = 5,
+	                .o = BENCH_OPTS_INIT,
 	                .window = 64,
-	                .pairs = 1,
-	                .pin = true,
-	                .timeout = 300};
-	const char *sizes = "1:1m";
-	size_t budget_mb = 0;
+	                .pairs = 1};
 	bool do_probe = false;
-	int opt, ret;
+	int i, opt, ret;
 
-	while ((opt = getopt(argc, argv, "p:e:o:k:S:I:B:r:w:n:cT:Ad:Ph")) != -1) {
+	while ((opt = bench_getopt(argc, argv, "p:e:o:k:w:n:d:Ph" BENCH_OPTS, &c.o)) !=
+	       -1) {
 		switch (opt) {
 		case 'p':
 			c.prov = optarg;
 			break;
-		case 'e': {
-			size_t i;
-			for (i = 0; i < sizeof(ep_table) / sizeof(*ep_table); i++)
-				if (!strcmp(optarg, ep_table[i].name))
-					break;
-			if (i == sizeof(ep_table) / sizeof(*ep_table)) {
-				fprintf(stderr, "unknown endpoint type %s\n", optarg);
+		case 'e':
+			if ((i = BENCH_LOOKUP(ep_table, optarg, "endpoint type")) < 0)
 				return 1;
-			}
 			c.ep_name = ep_table[i].name;
 			c.ep_type = ep_table[i].type;
 			break;
-		}
-		case 'o': {
-			size_t i;
-			for (i = 0; i < sizeof(op_table) / sizeof(*op_table); i++)
-				if (!strcmp(optarg, op_table[i].name))
-					break;
-			if (i == sizeof(op_table) / sizeof(*op_table)) {
-				fprintf(stderr, "unknown operation %s\n", optarg);
+		case 'o':
+			if ((i = BENCH_LOOKUP(op_table, optarg, "operation")) < 0)
 				return 1;
-			}
 			c.op = &op_table[i];
 			break;
-		}
 		case 'k':
 			if (strcmp(optarg, "lat") && strcmp(optarg, "bw")) {
 				usage();
@@ -1002,33 +902,11 @@ int main(int argc, char **argv)
 			}
 			c.bw = !strcmp(optarg, "bw");
 			break;
-		case 'S':
-			sizes = optarg;
-			break;
-		case 'I':
-			c.iters = atol(optarg);
-			break;
-		case 'B':
-			budget_mb = (size_t)atol(optarg);
-			break;
-		case 'r':
-			c.reps = atoi(optarg);
-			break;
 		case 'w':
 			c.window = atoi(optarg);
 			break;
 		case 'n':
 			c.pairs = atoi(optarg);
-			break;
-		case 'c':
-			c.verify = true;
-			break;
-		case 'T':
-			c.timeout = atoi(optarg);
-			stall_s = c.timeout / 2.0 < 30 ? c.timeout / 2.0 : 30;
-			break;
-		case 'A':
-			c.pin = false;
 			break;
 		case 'd':
 			c.domain = optarg;
@@ -1041,15 +919,12 @@ int main(int argc, char **argv)
 			return opt == 'h' ? 0 : 1;
 		}
 	}
-	if (bench_parse_sizes(sizes, c.sizes, &c.nsizes) || c.reps < 1 ||
-	    c.reps > BENCH_MAX_REPS || c.pairs < 1 || c.pairs > BENCH_MAX_PAIRS ||
-	    c.window < 1 || c.window > MAX_WINDOW || c.timeout < 1) {
+	if (bench_opts_check(&c.o, c.bw ? 10000 : 1000, c.bw ? 256 : 32) || c.pairs < 1 ||
+	    c.pairs > BENCH_MAX_PAIRS || c.window < 1 || c.window > MAX_WINDOW) {
 		usage();
 		return 1;
 	}
-	if (!c.iters)
-		c.iters = c.bw ? 10000 : 1000;
-	c.budget = (budget_mb ? budget_mb : (c.bw ? 256 : 32)) << 20;
+	stall_s = c.o.timeout / 2.0 < 30 ? c.o.timeout / 2.0 : 30;
 
 	bench_print_library((void *)&fi_getinfo);
 	if (do_probe)
@@ -1059,30 +934,30 @@ int main(int argc, char **argv)
 	if (!c.sh)
 		return 1;
 	c.sh->barrier_parties = (unsigned)c.pairs;
-	ret = bench_run_pairs(c.pairs, c.timeout, c.pin, child, &c);
+	ret = bench_run_pairs(c.pairs, c.o.timeout, c.o.pin, child, &c);
 	printf("# provider: %s as %s\n", c.prov ? c.prov : "(any)",
 	       c.sh->resolved_prov[0] ? c.sh->resolved_prov : "?");
 	bench_print_header();
-	for (int si = 0; si < c.nsizes; si++) {
-		struct bench_row row = {
-		    "fabric",  c.op->name,  c.bw ? "bw" : "lat", c.prov ? c.prov : "any",
-		    c.ep_name, c.sizes[si], c.sh->iters[si],     c.bw ? c.window : 1,
-		    c.pairs};
+	for (int si = 0; si < c.o.nsizes; si++) {
+		struct bench_row row = {"fabric",
+		                        c.op->name,
+		                        c.bw ? "bw" : "lat",
+		                        c.prov ? c.prov : "any",
+		                        c.ep_name,
+		                        c.o.sizes[si],
+		                        c.sh->iters[si],
+		                        c.bw ? c.window : 1,
+		                        c.pairs};
 		double v[BENCH_MAX_REPS];
 
-		if (c.sh->skip_reason[si][0]) {
-			printf("# skipped size %zu: %s\n", c.sizes[si],
-			       c.sh->skip_reason[si]);
+		if (bench_skipped(c.sh, si, c.o.sizes[si]) || !c.sh->done[si])
 			continue;
-		}
-		if (!c.sh->done[si])
-			continue;
-		bench_aggregate(c.sh, si, c.pairs, c.reps, c.bw, false, v);
-		bench_print_row(&row, c.reps, v);
+		bench_aggregate(c.sh, si, c.pairs, c.o.reps, c.bw, false, v);
+		bench_print_row(&row, c.o.reps, v);
 		if (c.bw) {
 			row.metric = "rate";
-			bench_aggregate(c.sh, si, c.pairs, c.reps, true, true, v);
-			bench_print_row(&row, c.reps, v);
+			bench_aggregate(c.sh, si, c.pairs, c.o.reps, true, true, v);
+			bench_print_row(&row, c.o.reps, v);
 		}
 	}
 	if (ret)

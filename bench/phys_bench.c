@@ -23,15 +23,32 @@
 #define UDP_MAX 65507
 
 struct cfg;
-typedef int (*pair_fn)(const struct cfg *c, int rank, int fd, int si, double *out);
+
+/* One repetition of a pair baseline, as its timed loop sees it: iters
+ * operations on buf, which holds size bytes of the pattern of seed and, where
+ * the run verifies, must hold them again at the end. */
+struct rep {
+	int s; /* the socket the baseline's open_fn gave, kept across repetitions */
+	char *buf;
+	size_t size;
+	uint64_t seed;
+	long iters;
+};
+
+/* A pair baseline opens what it runs on once (given the out-of-band socket),
+ * then times its loop_fn; a solo one does everything itself. */
+typedef int (*open_fn)(int rank, int fd);
+typedef int (*loop_fn)(const struct cfg *c, int rank, const struct rep *r);
 typedef int (*solo_fn)(const struct cfg *c, int si, double *out);
 
 /* The table of baselines: name, metric, the medium it stands for, and how it
  * runs (between a pair of processes, or in one process). */
-static int tcp_lat(const struct cfg *c, int rank, int fd, int si, double *out);
-static int tcp_bw(const struct cfg *c, int rank, int fd, int si, double *out);
-static int udp_lat(const struct cfg *c, int rank, int fd, int si, double *out);
-static int shm_lat(const struct cfg *c, int rank, int fd, int si, double *out);
+static int tcp_connect_pair(int rank, int fd);
+static int udp_connect_pair(int rank, int fd);
+static int tcp_lat(const struct cfg *c, int rank, const struct rep *r);
+static int tcp_bw(const struct cfg *c, int rank, const struct rep *r);
+static int udp_lat(const struct cfg *c, int rank, const struct rep *r);
+static int shm_lat(const struct cfg *c, int rank, const struct rep *r);
 static int memcpy_bw(const struct cfg *c, int si, double *out);
 static int cma_bw(const struct cfg *c, int si, double *out);
 
@@ -39,30 +56,24 @@ static const struct base {
 	const char *name;
 	const char *metric;
 	const char *medium;
-	pair_fn pair;
+	open_fn open;
+	loop_fn loop;
 	solo_fn solo;
 	long mult; /* operations per repetition relative to -I: cheap ones run more */
 } base_table[] = {
     /* clang-format off */
-    {"tcp_lat",   "lat", "tcp", tcp_lat, NULL,      1},
-    {"tcp_bw",    "bw",  "tcp", tcp_bw,  NULL,      4},
-    {"udp_lat",   "lat", "udp", udp_lat, NULL,      1},
-    {"shm_lat",   "lat", "shm", shm_lat, NULL,      10},
-    {"memcpy_bw", "bw",  "mem", NULL,    memcpy_bw, 4},
-    {"cma_bw",    "bw",  "cma", NULL,    cma_bw,    4},
+    {"tcp_lat",   "lat", "tcp", tcp_connect_pair, tcp_lat, NULL,      1},
+    {"tcp_bw",    "bw",  "tcp", tcp_connect_pair, tcp_bw,  NULL,      4},
+    {"udp_lat",   "lat", "udp", udp_connect_pair, udp_lat, NULL,      1},
+    {"shm_lat",   "lat", "shm", NULL,             shm_lat, NULL,      10},
+    {"memcpy_bw", "bw",  "mem", NULL,             NULL,    memcpy_bw, 4},
+    {"cma_bw",    "bw",  "cma", NULL,             NULL,    cma_bw,    4},
     /* clang-format on */
 };
 
 struct cfg {
 	const struct base *b;
-	size_t sizes[BENCH_MAX_SIZES];
-	int nsizes;
-	long iters;
-	size_t budget;
-	int reps;
-	bool verify;
-	bool pin;
-	int timeout;
+	struct bench_opts o;
 	struct bench_shared *sh;
 	/* shm_lat: the two flags, a cache line each, shared across fork */
 	volatile uint64_t *lines;
@@ -70,7 +81,7 @@ struct cfg {
 
 static long iters_for(const struct cfg *c, size_t size)
 {
-	return bench_scale_iters(c->iters, size, c->budget, 10) * c->b->mult;
+	return bench_scale_iters(c->o.iters, size, c->o.budget, 10) * c->b->mult;
 }
 
 /* Sockets are polled without blocking, as the fabric providers poll their
@@ -86,8 +97,8 @@ static int xfer_all(int fd, void *buf, size_t len, bool tx)
 		               : recv(fd, p, len, MSG_DONTWAIT);
 		if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
 			if (!deadline)
-				deadline = bench_now_us() + 10e6;
-			else if (bench_now_us() > deadline)
+				deadline = tool_now_us() + 10e6;
+			else if (tool_now_us() > deadline)
 				return -1;
 			continue;
 		}
@@ -102,7 +113,7 @@ static int xfer_all(int fd, void *buf, size_t len, bool tx)
 
 static int recv_dgram(int fd, void *buf, size_t len)
 {
-	double deadline = bench_now_us() + 5e6;
+	double deadline = tool_now_us() + 5e6;
 
 	for (;;) {
 		ssize_t n = recv(fd, buf, len, MSG_DONTWAIT);
@@ -110,7 +121,7 @@ static int recv_dgram(int fd, void *buf, size_t len)
 			return n == (ssize_t)len ? 0 : -1;
 		if (errno != EAGAIN && errno != EINTR)
 			return -1;
-		if (bench_now_us() > deadline)
+		if (tool_now_us() > deadline)
 			return -1; /* a lost datagram fails the run */
 	}
 }
@@ -150,6 +161,25 @@ static int tcp_connect_pair(int rank, int fd)
 	return s;
 }
 
+static int udp_connect_pair(int rank, int fd)
+{
+	struct sockaddr_in me = {.sin_family = AF_INET}, peer;
+	socklen_t sl = sizeof(me);
+	int s = socket(AF_INET, SOCK_DGRAM, 0);
+
+	(void)rank; /* both sides do the same */
+	me.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (s < 0 || bind(s, (struct sockaddr *)&me, sizeof(me)) ||
+	    getsockname(s, (struct sockaddr *)&me, &sl) ||
+	    oob_send(fd, &me, sizeof(me)) || oob_recv(fd, &peer, sizeof(peer)) ||
+	    connect(s, (struct sockaddr *)&peer, sizeof(peer))) {
+		if (s >= 0)
+			close(s);
+		return -1;
+	}
+	return s;
+}
+
 static int sync_pair(int fd, int rank)
 {
 	char b = 0;
@@ -158,127 +188,60 @@ static int sync_pair(int fd, int rank)
 	            : (oob_recv(fd, &b, 1) || oob_send(fd, &b, 1));
 }
 
-static int tcp_lat(const struct cfg *c, int rank, int fd, int si, double *out)
+static int tcp_lat(const struct cfg *c, int rank, const struct rep *r)
 {
-	static int s = -1;
-	size_t size = c->sizes[si];
-	long iters = iters_for(c, size);
-	char *buf = malloc(size ? size : 1);
-	double t0;
-	int ret = -1;
-
-	if (!buf)
-		return -1;
-	if (s < 0 && (s = tcp_connect_pair(rank, fd)) < 0)
-		goto out;
-	if (sync_pair(fd, rank))
-		goto out;
-	bench_fill(buf, size, (uint64_t)si);
-	t0 = bench_now_us();
-	for (long i = 0; i < iters; i++) {
-		if (rank ? xfer_all(s, buf, size, true) || xfer_all(s, buf, size, false)
-		         : xfer_all(s, buf, size, false) || xfer_all(s, buf, size, true))
-			goto out;
+	(void)c;
+	for (long i = 0; i < r->iters; i++) {
+		if (rank ? xfer_all(r->s, r->buf, r->size, true) ||
+		               xfer_all(r->s, r->buf, r->size, false)
+		         : xfer_all(r->s, r->buf, r->size, false) ||
+		               xfer_all(r->s, r->buf, r->size, true))
+			return -1;
 	}
-	*out = (bench_now_us() - t0) / (double)iters / 2;
-	if (c->verify && bench_check(buf, size, (uint64_t)si) >= 0)
-		goto out;
-	ret = 0;
-out:
-	free(buf);
-	return ret;
+	return 0;
 }
 
-static int tcp_bw(const struct cfg *c, int rank, int fd, int si, double *out)
+static int tcp_bw(const struct cfg *c, int rank, const struct rep *r)
 {
-	static int s = -1;
-	size_t size = c->sizes[si];
-	long iters = iters_for(c, size);
-	char *buf = malloc(size ? size : 1), ack = 0;
-	double t0;
-	int ret = -1;
+	char ack = 0;
 
-	if (!buf)
-		return -1;
-	if (s < 0 && (s = tcp_connect_pair(rank, fd)) < 0)
-		goto out;
-	if (sync_pair(fd, rank))
-		goto out;
-	bench_fill(buf, size, (uint64_t)si);
-	t0 = bench_now_us();
-	for (long i = 0; i < iters; i++) {
-		if (xfer_all(s, buf, size, rank == 1))
-			goto out;
-		if (rank == 0 && c->verify && bench_check(buf, size, (uint64_t)si) >= 0)
-			goto out;
+	for (long i = 0; i < r->iters; i++) {
+		if (xfer_all(r->s, r->buf, r->size, rank == 1))
+			return -1;
+		if (rank == 0 && c->o.verify &&
+		    bench_check(r->buf, r->size, r->seed) >= 0)
+			return -1;
 	}
 	/* The stream ends when the receiver has it all. */
-	if (xfer_all(s, &ack, 1, rank == 0))
-		goto out;
-	*out = (double)iters * (double)size / (bench_now_us() - t0);
-	ret = 0;
-out:
-	free(buf);
-	return ret;
+	return xfer_all(r->s, &ack, 1, rank == 0);
 }
 
-static int udp_lat(const struct cfg *c, int rank, int fd, int si, double *out)
+static int udp_lat(const struct cfg *c, int rank, const struct rep *r)
 {
-	static int s = -1;
-	size_t size = c->sizes[si];
-	long iters = iters_for(c, size);
-	char *buf = malloc(size ? size : 1);
-	double t0;
-	int ret = -1;
-
-	if (!buf)
-		return -1;
-	if (s < 0) {
-		struct sockaddr_in me = {.sin_family = AF_INET}, peer;
-		socklen_t sl = sizeof(me);
-		me.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		s = socket(AF_INET, SOCK_DGRAM, 0);
-		if (s < 0 || bind(s, (struct sockaddr *)&me, sizeof(me)) ||
-		    getsockname(s, (struct sockaddr *)&me, &sl) ||
-		    oob_send(fd, &me, sizeof(me)) || oob_recv(fd, &peer, sizeof(peer)) ||
-		    connect(s, (struct sockaddr *)&peer, sizeof(peer)))
-			goto out;
+	(void)c;
+	for (long i = 0; i < r->iters; i++) {
+		if (rank == 1 && send(r->s, r->buf, r->size, 0) != (ssize_t)r->size)
+			return -1;
+		if (recv_dgram(r->s, r->buf, r->size))
+			return -1;
+		if (rank == 0 && send(r->s, r->buf, r->size, 0) != (ssize_t)r->size)
+			return -1;
 	}
-	if (sync_pair(fd, rank))
-		goto out;
-	bench_fill(buf, size, (uint64_t)si);
-	t0 = bench_now_us();
-	for (long i = 0; i < iters; i++) {
-		if (rank == 1 && send(s, buf, size, 0) != (ssize_t)size)
-			goto out;
-		if (recv_dgram(s, buf, size))
-			goto out;
-		if (rank == 0 && send(s, buf, size, 0) != (ssize_t)size)
-			goto out;
-	}
-	*out = (bench_now_us() - t0) / (double)iters / 2;
-	if (c->verify && bench_check(buf, size, (uint64_t)si) >= 0)
-		goto out;
-	ret = 0;
-out:
-	free(buf);
-	return ret;
+	return 0;
 }
 
 /* Each side owns one cache line and spins on the other's: the floor of any
- * shared-memory transport's latency. */
-static int shm_lat(const struct cfg *c, int rank, int fd, int si, double *out)
+ * shared-memory transport's latency. The lines only count up, across
+ * repetitions too, so they never need a reset (which would have to wait for
+ * the peer to see the last value first). */
+static int shm_lat(const struct cfg *c, int rank, const struct rep *r)
 {
+	static uint64_t base; /* what both lines hold when a repetition starts */
 	volatile uint64_t *mine = c->lines + (rank ? 8 : 0);
 	volatile uint64_t *theirs = c->lines + (rank ? 0 : 8);
-	long iters = iters_for(c, c->sizes[si]);
-	double t0;
 
-	if (sync_pair(fd, rank))
-		return -1;
-	t0 = bench_now_us();
-	for (long i = 1; i <= iters; i++) {
-		uint64_t want = (uint64_t)i;
+	for (long i = 1; i <= r->iters; i++) {
+		uint64_t want = base + (uint64_t)i;
 		if (rank) {
 			__atomic_store_n(mine, want, __ATOMIC_RELEASE);
 			while (__atomic_load_n(theirs, __ATOMIC_ACQUIRE) != want)
@@ -289,17 +252,47 @@ static int shm_lat(const struct cfg *c, int rank, int fd, int si, double *out)
 			__atomic_store_n(mine, want, __ATOMIC_RELEASE);
 		}
 	}
-	*out = (bench_now_us() - t0) / (double)iters / 2;
-	/* Start the next repetition from zero on both lines. */
-	if (sync_pair(fd, rank))
+	base += (uint64_t)r->iters;
+	return 0;
+}
+
+/* One repetition of a pair baseline: what it runs on opened on first use
+ * (*s, kept across repetitions), both sides in step, the buffer filled, the
+ * loop timed, the data checked. */
+static int pair_rep(const struct cfg *c, int rank, int fd, int *s, int si, double *out)
+{
+	struct rep r = {.size = c->o.sizes[si], .seed = (uint64_t)si};
+	double t0, us;
+	int ret = -1;
+
+	r.iters = iters_for(c, r.size);
+	r.buf = malloc(r.size ? r.size : 1);
+	if (!r.buf)
 		return -1;
-	__atomic_store_n(mine, 0, __ATOMIC_RELEASE);
-	return sync_pair(fd, rank);
+	if (*s < 0 && c->b->open && (*s = c->b->open(rank, fd)) < 0)
+		goto out;
+	if (sync_pair(fd, rank))
+		goto out;
+	r.s = *s;
+	bench_fill(r.buf, r.size, r.seed);
+	t0 = tool_now_us();
+	if (c->b->loop(c, rank, &r))
+		goto out;
+	us = tool_now_us() - t0;
+	/* Latency is half a round trip. */
+	*out = !strcmp(c->b->metric, "lat") ? us / (double)r.iters / 2
+	                                    : (double)r.iters * (double)r.size / us;
+	if (c->o.verify && bench_check(r.buf, r.size, r.seed) >= 0)
+		goto out;
+	ret = 0;
+out:
+	free(r.buf);
+	return ret;
 }
 
 static int memcpy_bw(const struct cfg *c, int si, double *out)
 {
-	size_t size = c->sizes[si];
+	size_t size = c->o.sizes[si];
 	long iters = iters_for(c, size);
 	char *src = malloc(size), *dst = malloc(size);
 	double t0;
@@ -309,13 +302,13 @@ static int memcpy_bw(const struct cfg *c, int si, double *out)
 		goto out;
 	bench_fill(src, size, 7);
 	memset(dst, 0, size); /* fault the pages in before timing */
-	t0 = bench_now_us();
+	t0 = tool_now_us();
 	for (long i = 0; i < iters; i++) {
 		memcpy(dst, src, size);
 		__asm__ volatile("" : : "r"(dst) : "memory");
 	}
-	*out = (double)iters * (double)size / (bench_now_us() - t0);
-	ret = c->verify && bench_check(dst, size, 7) >= 0 ? -1 : 0;
+	*out = (double)iters * (double)size / (tool_now_us() - t0);
+	ret = c->o.verify && bench_check(dst, size, 7) >= 0 ? -1 : 0;
 out:
 	free(src);
 	free(dst);
@@ -325,7 +318,7 @@ out:
 /* A single copy from another process: the ceiling of a CMA-based transport. */
 static int cma_bw(const struct cfg *c, int si, double *out)
 {
-	size_t size = c->sizes[si];
+	size_t size = c->o.sizes[si];
 	long iters = iters_for(c, size);
 	char *src = malloc(size), *dst = malloc(size);
 	int pipefd[2];
@@ -350,7 +343,7 @@ static int cma_bw(const struct cfg *c, int si, double *out)
 		close(pipefd[1]);
 		goto out;
 	}
-	t0 = bench_now_us();
+	t0 = tool_now_us();
 	for (long i = 0; i < iters; i++) {
 		struct iovec l = {dst, size}, r = {src, size};
 		if (process_vm_readv(pid, &l, 1, &r, 1, 0) != (ssize_t)size) {
@@ -360,10 +353,10 @@ static int cma_bw(const struct cfg *c, int si, double *out)
 		if (i == iters - 1)
 			ret = 0;
 	}
-	*out = (double)iters * (double)size / (bench_now_us() - t0);
+	*out = (double)iters * (double)size / (tool_now_us() - t0);
 	close(pipefd[1]);
 	waitpid(pid, NULL, 0);
-	if (!ret && c->verify && bench_check(dst, size, 9) >= 0)
+	if (!ret && c->o.verify && bench_check(dst, size, 9) >= 0)
 		ret = -1;
 out:
 	free(src);
@@ -374,16 +367,17 @@ out:
 static int child(int rank, int pair, int fd, void *arg)
 {
 	const struct cfg *c = arg;
+	int s = -1;
 
-	for (int si = 0; si < c->nsizes; si++) {
+	for (int si = 0; si < c->o.nsizes; si++) {
 		double v;
 		if (c->sh->skip_reason[si][0])
 			continue;
 		/* one warm-up, then the repetitions */
-		for (int r = -1; r < c->reps; r++) {
-			if (c->b->pair(c, rank, fd, si, &v)) {
+		for (int r = -1; r < c->o.reps; r++) {
+			if (pair_rep(c, rank, fd, &s, si, &v)) {
 				fprintf(stderr, "phys_bench: %s size %zu failed\n",
-				        c->b->name, c->sizes[si]);
+				        c->b->name, c->o.sizes[si]);
 				return -1;
 			}
 			if (rank == 1 && r >= 0)
@@ -407,65 +401,33 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-	struct cfg c = {.reps = 5, .pin = true, .timeout = 300};
-	const char *sizes = "1:1m";
-	size_t budget_mb = 0;
-	int opt, ret = 0;
+	struct cfg c = {.o = BENCH_OPTS_INIT};
+	int i, opt, ret = 0;
 
-	while ((opt = getopt(argc, argv, "o:S:I:B:r:cT:Ah")) != -1) {
+	while ((opt = bench_getopt(argc, argv, "o:h" BENCH_OPTS, &c.o)) != -1) {
 		switch (opt) {
 		case 'o':
-			for (size_t i = 0; i < sizeof(base_table) / sizeof(*base_table);
-			     i++)
-				if (!strcmp(optarg, base_table[i].name))
-					c.b = &base_table[i];
-			if (!c.b) {
-				fprintf(stderr, "unknown baseline %s\n", optarg);
+			if ((i = BENCH_LOOKUP(base_table, optarg, "baseline")) < 0)
 				return 1;
-			}
-			break;
-		case 'S':
-			sizes = optarg;
-			break;
-		case 'I':
-			c.iters = atol(optarg);
-			break;
-		case 'B':
-			budget_mb = (size_t)atol(optarg);
-			break;
-		case 'r':
-			c.reps = atoi(optarg);
-			break;
-		case 'c':
-			c.verify = true;
-			break;
-		case 'T':
-			c.timeout = atoi(optarg);
-			break;
-		case 'A':
-			c.pin = false;
+			c.b = &base_table[i];
 			break;
 		default:
 			usage();
 			return opt == 'h' ? 0 : 1;
 		}
 	}
-	if (!c.b || bench_parse_sizes(sizes, c.sizes, &c.nsizes) || c.reps < 1 ||
-	    c.reps > BENCH_MAX_REPS || c.timeout < 1) {
+	if (!c.b || bench_opts_check(&c.o, 1000, 32)) {
 		usage();
 		return 1;
 	}
-	if (!c.iters)
-		c.iters = 1000;
-	c.budget = (budget_mb ? budget_mb : 32) << 20;
 	c.sh = bench_shared_map();
 	c.lines =
 	    mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (!c.sh || c.lines == MAP_FAILED)
 		return 1;
 	c.sh->barrier_parties = 1;
-	for (int si = 0; si < c.nsizes; si++) {
-		size_t s = c.sizes[si];
+	for (int si = 0; si < c.o.nsizes; si++) {
+		size_t s = c.o.sizes[si];
 		const char *why = NULL;
 		if (!strcmp(c.b->name, "udp_lat") && s > UDP_MAX)
 			why = "above the largest UDP datagram";
@@ -477,14 +439,14 @@ int main(int argc, char **argv)
 	}
 
 	printf("# library: none (physical baseline)\n");
-	if (c.b->pair) {
-		ret = bench_run_pairs(1, c.timeout, c.pin, child, &c);
+	if (c.b->loop) {
+		ret = bench_run_pairs(1, c.o.timeout, c.o.pin, child, &c);
 	} else {
-		for (int si = 0; si < c.nsizes && !ret; si++) {
+		for (int si = 0; si < c.o.nsizes && !ret; si++) {
 			double v;
 			if (c.sh->skip_reason[si][0])
 				continue;
-			for (int r = -1; r < c.reps && !ret; r++) {
+			for (int r = -1; r < c.o.reps && !ret; r++) {
 				ret = c.b->solo(&c, si, &v);
 				if (r >= 0)
 					c.sh->value[si][0][r] = v;
@@ -493,23 +455,18 @@ int main(int argc, char **argv)
 		}
 	}
 	bench_print_header();
-	for (int si = 0; si < c.nsizes; si++) {
+	for (int si = 0; si < c.o.nsizes; si++) {
 		struct bench_row row = {"phys",
 		                        c.b->name,
 		                        c.b->metric,
 		                        "raw",
 		                        c.b->medium,
-		                        c.sizes[si],
-		                        iters_for(&c, c.sizes[si]),
+		                        c.o.sizes[si],
+		                        iters_for(&c, c.o.sizes[si]),
 		                        1,
 		                        1};
-		if (c.sh->skip_reason[si][0]) {
-			printf("# skipped size %zu: %s\n", c.sizes[si],
-			       c.sh->skip_reason[si]);
-			continue;
-		}
-		if (c.sh->done[si])
-			bench_print_row(&row, c.reps, c.sh->value[si][0]);
+		if (!bench_skipped(c.sh, si, c.o.sizes[si]) && c.sh->done[si])
+			bench_print_row(&row, c.o.reps, c.sh->value[si][0]);
 	}
 	if (ret)
 		fprintf(stderr, "phys_bench: FAILED (%s)\n", c.b->name);

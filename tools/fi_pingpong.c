@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <rdma/fabric.h>
@@ -28,6 +27,9 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
+
+#include "tool_fabric.h"
+#include "tool_util.h"
 
 /*
  * The control connection (TCP, server port 47592 by default) carries, in
@@ -86,17 +88,7 @@ struct opts {
 struct pp {
 	struct opts o;
 	int ctrl;
-	struct fi_info *info;
-	struct fid_fabric *fabric;
-	struct fid_domain *domain;
-	struct fid_eq *eq;
-	struct fid_pep *pep;
-	struct fid_ep *ep;
-	struct fid_cq *cq;
-	struct fid_av *av;
-	struct fid_mr *mr;
-	void *desc;
-	fi_addr_t peer;
+	struct tool_fabric fab;
 	char *buf; /* tx half then rx half, each buf_half bytes */
 	size_t buf_half;
 	struct fi_context2 tx_ctx, rx_ctx;
@@ -137,14 +129,6 @@ static int fi_error(const char *call, ssize_t ret)
 {
 	error("%s: %s (%zd)", call, fi_strerror((int)-ret), ret);
 	return ret < 0 ? (int)ret : -FI_EOTHER;
-}
-
-static double now_usec(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
 static void usage(void)
@@ -357,7 +341,7 @@ static int ctrl_connect(struct pp *pp)
 {
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res, *ai;
 	char port[16];
-	double deadline = now_usec() + CONNECT_RETRY * 1e6;
+	double deadline = tool_now_us() + CONNECT_RETRY * 1e6;
 	int ret, err = 0;
 
 	hints.ai_family = pp->o.ipv6 ? AF_INET6 : AF_INET;
@@ -399,7 +383,7 @@ static int ctrl_connect(struct pp *pp)
 			err = errno;
 			close(fd);
 		}
-		if (err != ECONNREFUSED || now_usec() > deadline)
+		if (err != ECONNREFUSED || tool_now_us() > deadline)
 			break;
 		usleep(100000);
 	}
@@ -412,7 +396,7 @@ static int send_name(struct pp *pp, fid_t fid)
 {
 	char name[MAX_NAME];
 	size_t len = sizeof(name);
-	uint32_t n, fmt = pp->info->addr_format;
+	uint32_t n, fmt = pp->fab.info->addr_format;
 	int ret = fi_getname(fid, name, &len);
 
 	if (ret)
@@ -447,47 +431,20 @@ static int recv_name(struct pp *pp, void **name, size_t *len, uint32_t *fmt)
 
 /* ---- fabric ------------------------------------------------------------- */
 
-static struct fi_info *make_hints(const struct opts *o)
-{
-	struct fi_info *h = fi_allocinfo();
-
-	if (!h)
-		return NULL;
-	h->ep_attr->type = o->ep_type;
-	h->caps = o->tagged ? FI_TAGGED : FI_MSG;
-	/* Every operation carries its own fi_context2, so both modes are fine. */
-	h->mode = FI_CONTEXT | FI_CONTEXT2;
-	h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
-	                          FI_MR_PROV_KEY | FI_MR_ENDPOINT;
-	h->domain_attr->threading = FI_THREAD_DOMAIN;
-	h->tx_attr->op_flags = 0;
-	if (o->ipv6)
-		h->addr_format = FI_SOCKADDR_IN6;
-	if (o->prov)
-		h->fabric_attr->prov_name = strdup(o->prov);
-	if (o->domain)
-		h->domain_attr->name = strdup(o->domain);
-	return h;
-}
-
 static int get_info(struct pp *pp, void *dest, size_t dest_len, uint32_t fmt,
                     uint64_t flags)
 {
-	struct fi_info *hints = make_hints(&pp->o);
+	const struct opts *o = &pp->o;
+	struct fi_info *hints =
+	    tool_hints(o->ep_type, o->tagged ? FI_TAGGED : FI_MSG, o->prov, o->domain);
 	int ret;
 
 	if (!hints)
 		return -FI_ENOMEM;
-	if (dest) {
-		hints->dest_addr = dest;
-		hints->dest_addrlen = dest_len;
-		hints->addr_format = fmt;
-	}
-	ret = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL,
-	                 flags, hints, &pp->info);
-	if (dest)
-		hints->dest_addr = NULL; /* the caller's */
-	fi_freeinfo(hints);
+	hints->tx_attr->op_flags = 0;
+	if (o->ipv6)
+		hints->addr_format = FI_SOCKADDR_IN6;
+	ret = tool_getinfo(hints, dest, dest_len, fmt, flags, &pp->fab.info);
 	if (ret)
 		return fi_error("fi_getinfo", ret);
 	return 0;
@@ -500,11 +457,11 @@ static int open_fabric(struct pp *pp, struct fi_info *info)
 
 	debug("opening fabric %s, provider %s", info->fabric_attr->name,
 	      info->fabric_attr->prov_name);
-	ret = fi_fabric(info->fabric_attr, &pp->fabric, NULL);
+	ret = fi_fabric(info->fabric_attr, &pp->fab.fabric, NULL);
 	if (ret)
 		return fi_error("fi_fabric", ret);
 	if (pp->o.ep_type == FI_EP_MSG) {
-		ret = fi_eq_open(pp->fabric, &eq_attr, &pp->eq, NULL);
+		ret = fi_eq_open(pp->fab.fabric, &eq_attr, &pp->fab.eq, NULL);
 		if (ret)
 			return fi_error("fi_eq_open", ret);
 	}
@@ -513,56 +470,15 @@ static int open_fabric(struct pp *pp, struct fi_info *info)
 
 static int open_domain_ep(struct pp *pp, struct fi_info *info)
 {
-	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_CONTEXT,
-	                             .wait_obj = FI_WAIT_NONE};
-	struct fi_av_attr av_attr = {.type = FI_AV_UNSPEC};
-	uint64_t mr_mode = info->domain_attr->mr_mode;
-	int ret;
+	const char *call;
+	int ret = tool_open_ep(&pp->fab, info, FI_CQ_FORMAT_CONTEXT, &call);
 
-	ret = fi_domain(pp->fabric, info, &pp->domain, NULL);
-	if (ret)
-		return fi_error("fi_domain", ret);
-	ret = fi_cq_open(pp->domain, &cq_attr, &pp->cq, NULL);
-	if (ret)
-		return fi_error("fi_cq_open", ret);
-	ret = fi_endpoint(pp->domain, info, &pp->ep, NULL);
-	if (ret)
-		return fi_error("fi_endpoint", ret);
-	ret = fi_ep_bind(pp->ep, &pp->cq->fid, FI_TRANSMIT | FI_RECV);
-	if (ret)
-		return fi_error("fi_ep_bind(cq)", ret);
-	if (pp->o.ep_type == FI_EP_MSG) {
-		ret = fi_ep_bind(pp->ep, &pp->eq->fid, 0);
-		if (ret)
-			return fi_error("fi_ep_bind(eq)", ret);
-	} else {
-		ret = fi_av_open(pp->domain, &av_attr, &pp->av, NULL);
-		if (ret)
-			return fi_error("fi_av_open", ret);
-		ret = fi_ep_bind(pp->ep, &pp->av->fid, 0);
-		if (ret)
-			return fi_error("fi_ep_bind(av)", ret);
-	}
-	ret = fi_enable(pp->ep);
-	if (ret)
-		return fi_error("fi_enable", ret);
-
-	if (mr_mode & (FI_MR_LOCAL | FI_MR_BASIC) || info->mode & FI_LOCAL_MR) {
-		ret = fi_mr_reg(pp->domain, pp->buf, pp->buf_half * 2, FI_SEND | FI_RECV,
-		                0, 1, 0, &pp->mr, NULL);
-		if (ret)
-			return fi_error("fi_mr_reg", ret);
-		if (mr_mode & FI_MR_ENDPOINT) {
-			ret = fi_mr_bind(pp->mr, &pp->ep->fid, 0);
-			if (ret)
-				return fi_error("fi_mr_bind", ret);
-			ret = fi_mr_enable(pp->mr);
-			if (ret)
-				return fi_error("fi_mr_enable", ret);
-		}
-		pp->desc = fi_mr_desc(pp->mr);
-	}
-	return 0;
+	/* The buffer is registered only where the provider needs it to be. */
+	if (!ret && (info->domain_attr->mr_mode & (FI_MR_LOCAL | FI_MR_BASIC) ||
+	             info->mode & FI_LOCAL_MR))
+		ret = tool_reg_mr(&pp->fab, info, pp->buf, pp->buf_half * 2,
+		                  FI_SEND | FI_RECV, 1, &call);
+	return ret ? fi_error(call, ret) : 0;
 }
 
 static int alloc_buf(struct pp *pp, size_t max_size)
@@ -594,12 +510,12 @@ static void fill_pattern(char *buf, size_t size, uint64_t seq)
 static int wait_cm(struct pp *pp, uint32_t want, struct fi_eq_cm_entry *entry)
 {
 	uint32_t event;
-	ssize_t n =
-	    fi_eq_sread(pp->eq, &event, entry, sizeof(*entry), FABRIC_TIMEOUT * 1000, 0);
+	ssize_t n = fi_eq_sread(pp->fab.eq, &event, entry, sizeof(*entry),
+	                        FABRIC_TIMEOUT * 1000, 0);
 
 	if (n == -FI_EAVAIL) {
 		struct fi_eq_err_entry err = {0};
-		fi_eq_readerr(pp->eq, &err, 0);
+		fi_eq_readerr(pp->fab.eq, &err, 0);
 		error("connection failed: %s", fi_strerror(err.err));
 		return -err.err ? -err.err : -FI_ECONNREFUSED;
 	}
@@ -626,28 +542,28 @@ static int setup_server(struct pp *pp, size_t max_size)
 
 	if (pp->o.ep_type == FI_EP_MSG) {
 		ret = get_info(pp, NULL, 0, 0, 0);
-		if (ret || (ret = open_fabric(pp, pp->info)))
+		if (ret || (ret = open_fabric(pp, pp->fab.info)))
 			return ret;
-		ret = fi_passive_ep(pp->fabric, pp->info, &pp->pep, NULL);
+		ret = fi_passive_ep(pp->fab.fabric, pp->fab.info, &pp->fab.pep, NULL);
 		if (ret)
 			return fi_error("fi_passive_ep", ret);
-		ret = fi_pep_bind(pp->pep, &pp->eq->fid, 0);
+		ret = fi_pep_bind(pp->fab.pep, &pp->fab.eq->fid, 0);
 		if (ret)
 			return fi_error("fi_pep_bind", ret);
-		ret = fi_listen(pp->pep);
+		ret = fi_listen(pp->fab.pep);
 		if (ret)
 			return fi_error("fi_listen", ret);
-		if ((ret = send_name(pp, &pp->pep->fid)))
+		if ((ret = send_name(pp, &pp->fab.pep->fid)))
 			return ret;
 		if ((ret = wait_cm(pp, FI_CONNREQ, &entry)))
 			return ret;
 		if ((ret = alloc_buf(pp, max_size)) ||
 		    (ret = open_domain_ep(pp, entry.info))) {
-			fi_reject(pp->pep, entry.info->handle, NULL, 0);
+			fi_reject(pp->fab.pep, entry.info->handle, NULL, 0);
 			fi_freeinfo(entry.info);
 			return ret;
 		}
-		ret = fi_accept(pp->ep, NULL, 0);
+		ret = fi_accept(pp->fab.ep, NULL, 0);
 		fi_freeinfo(entry.info);
 		if (ret)
 			return fi_error("fi_accept", ret);
@@ -655,11 +571,12 @@ static int setup_server(struct pp *pp, size_t max_size)
 	}
 
 	ret = get_info(pp, NULL, 0, 0, 0);
-	if (ret || (ret = open_fabric(pp, pp->info)) || (ret = alloc_buf(pp, max_size)) ||
-	    (ret = open_domain_ep(pp, pp->info)) || (ret = send_name(pp, &pp->ep->fid)) ||
+	if (ret || (ret = open_fabric(pp, pp->fab.info)) ||
+	    (ret = alloc_buf(pp, max_size)) || (ret = open_domain_ep(pp, pp->fab.info)) ||
+	    (ret = send_name(pp, &pp->fab.ep->fid)) ||
 	    (ret = recv_name(pp, &name, &len, &fmt)))
 		goto out;
-	ret = fi_av_insert(pp->av, name, 1, &pp->peer, 0, NULL);
+	ret = fi_av_insert(pp->fab.av, name, 1, &pp->fab.peer, 0, NULL);
 	ret = ret == 1 ? 0 : fi_error("fi_av_insert", ret);
 out:
 	free(name);
@@ -677,11 +594,11 @@ static int setup_client(struct pp *pp, size_t max_size)
 	if (ret)
 		goto out;
 	ret = get_info(pp, name, len, fmt, 0);
-	if (ret || (ret = open_fabric(pp, pp->info)) || (ret = alloc_buf(pp, max_size)) ||
-	    (ret = open_domain_ep(pp, pp->info)))
+	if (ret || (ret = open_fabric(pp, pp->fab.info)) ||
+	    (ret = alloc_buf(pp, max_size)) || (ret = open_domain_ep(pp, pp->fab.info)))
 		goto out;
 	if (pp->o.ep_type == FI_EP_MSG) {
-		ret = fi_connect(pp->ep, name, NULL, 0);
+		ret = fi_connect(pp->fab.ep, name, NULL, 0);
 		if (ret) {
 			ret = fi_error("fi_connect", ret);
 			goto out;
@@ -689,9 +606,9 @@ static int setup_client(struct pp *pp, size_t max_size)
 		ret = wait_cm(pp, FI_CONNECTED, &entry);
 		goto out;
 	}
-	if ((ret = send_name(pp, &pp->ep->fid)))
+	if ((ret = send_name(pp, &pp->fab.ep->fid)))
 		goto out;
-	ret = fi_av_insert(pp->av, name, 1, &pp->peer, 0, NULL);
+	ret = fi_av_insert(pp->fab.av, name, 1, &pp->fab.peer, 0, NULL);
 	ret = ret == 1 ? 0 : fi_error("fi_av_insert", ret);
 out:
 	free(name);
@@ -705,17 +622,18 @@ static int post_recv(struct pp *pp)
 	size_t len = pp->buf_half;
 	ssize_t ret;
 
-	if (len > pp->info->ep_attr->max_msg_size)
-		len = pp->info->ep_attr->max_msg_size;
+	if (len > pp->fab.info->ep_attr->max_msg_size)
+		len = pp->fab.info->ep_attr->max_msg_size;
 	do {
 		if (pp->o.tagged)
-			ret = fi_trecv(pp->ep, pp->buf + pp->buf_half, len, pp->desc,
-			               FI_ADDR_UNSPEC, PP_TAG, 0, &pp->rx_ctx);
+			ret = fi_trecv(pp->fab.ep, pp->buf + pp->buf_half, len,
+			               pp->fab.desc, FI_ADDR_UNSPEC, PP_TAG, 0,
+			               &pp->rx_ctx);
 		else
-			ret = fi_recv(pp->ep, pp->buf + pp->buf_half, len, pp->desc,
-			              FI_ADDR_UNSPEC, &pp->rx_ctx);
+			ret = fi_recv(pp->fab.ep, pp->buf + pp->buf_half, len,
+			              pp->fab.desc, FI_ADDR_UNSPEC, &pp->rx_ctx);
 		if (ret == -FI_EAGAIN)
-			(void)fi_cq_read(pp->cq, NULL, 0);
+			(void)fi_cq_read(pp->fab.cq, NULL, 0);
 	} while (ret == -FI_EAGAIN);
 	if (ret)
 		return fi_error(pp->o.tagged ? "fi_trecv" : "fi_recv", ret);
@@ -728,12 +646,12 @@ static int read_cq_error(struct pp *pp)
 	struct fi_cq_err_entry err = {0};
 	char buf[256];
 
-	if (fi_cq_readerr(pp->cq, &err, 0) < 0) {
+	if (fi_cq_readerr(pp->fab.cq, &err, 0) < 0) {
 		error("fi_cq_readerr failed");
 		return -FI_EOTHER;
 	}
 	error("completion error: %s (%d) %s", fi_strerror(err.err), err.err,
-	      fi_cq_strerror(pp->cq, err.prov_errno, err.err_data, buf, sizeof(buf)));
+	      fi_cq_strerror(pp->fab.cq, err.prov_errno, err.err_data, buf, sizeof(buf)));
 	return -(err.err ? err.err : FI_EOTHER);
 }
 
@@ -745,7 +663,7 @@ static int wait_comp(struct pp *pp, bool want_rx)
 	unsigned spins = 0;
 
 	while ((want_rx && pp->rx_posted) || pp->tx_pending) {
-		ssize_t n = fi_cq_read(pp->cq, comp, 8);
+		ssize_t n = fi_cq_read(pp->fab.cq, comp, 8);
 		if (n > 0) {
 			for (ssize_t i = 0; i < n; i++) {
 				if (comp[i].op_context == &pp->rx_ctx) {
@@ -765,8 +683,8 @@ static int wait_comp(struct pp *pp, bool want_rx)
 		if (++spins % 1024)
 			continue;
 		if (!deadline) {
-			deadline = now_usec() + FABRIC_TIMEOUT * 1e6;
-		} else if (now_usec() > deadline) {
+			deadline = tool_now_us() + FABRIC_TIMEOUT * 1e6;
+		} else if (tool_now_us() > deadline) {
 			error("no completion in %d s: is the peer alive?",
 			      FABRIC_TIMEOUT);
 			return -FI_ETIMEDOUT;
@@ -777,7 +695,7 @@ static int wait_comp(struct pp *pp, bool want_rx)
 
 static int post_send(struct pp *pp, size_t size, bool fill)
 {
-	bool inject = size <= pp->info->tx_attr->inject_size;
+	bool inject = size <= pp->fab.info->tx_attr->inject_size;
 	ssize_t ret;
 
 	if (fill && pp->o.check)
@@ -785,22 +703,22 @@ static int post_send(struct pp *pp, size_t size, bool fill)
 
 	do {
 		if (inject && pp->o.tagged)
-			ret = fi_tinject(pp->ep, pp->buf, size, pp->peer, PP_TAG);
+			ret = fi_tinject(pp->fab.ep, pp->buf, size, pp->fab.peer, PP_TAG);
 		else if (inject)
-			ret = fi_inject(pp->ep, pp->buf, size, pp->peer);
+			ret = fi_inject(pp->fab.ep, pp->buf, size, pp->fab.peer);
 		else if (pp->o.tagged)
-			ret = fi_tsend(pp->ep, pp->buf, size, pp->desc, pp->peer, PP_TAG,
-			               &pp->tx_ctx);
+			ret = fi_tsend(pp->fab.ep, pp->buf, size, pp->fab.desc,
+			               pp->fab.peer, PP_TAG, &pp->tx_ctx);
 		else
-			ret = fi_send(pp->ep, pp->buf, size, pp->desc, pp->peer,
-			              &pp->tx_ctx);
+			ret = fi_send(pp->fab.ep, pp->buf, size, pp->fab.desc,
+			              pp->fab.peer, &pp->tx_ctx);
 		if (ret == -FI_EAGAIN) {
 			/* Let the provider make room; a receive may complete. */
 			int r = wait_comp(pp, false);
 			if (r)
 				return r;
 			struct fi_cq_entry c;
-			ssize_t n = fi_cq_read(pp->cq, &c, 1);
+			ssize_t n = fi_cq_read(pp->fab.cq, &c, 1);
 			if (n == 1 && c.op_context == &pp->rx_ctx) {
 				pp->rx_posted = 0;
 				pp->rx_count++;
@@ -858,7 +776,7 @@ static int run_size(struct pp *pp, size_t size, bool server)
 	if (ret)
 		return ret;
 
-	start = now_usec();
+	start = tool_now_us();
 	for (i = 0; i < pp->o.iterations; i++) {
 		if (server) {
 			if ((ret = next_message(pp, size)) ||
@@ -872,7 +790,7 @@ static int run_size(struct pp *pp, size_t size, bool server)
 	}
 	if ((ret = wait_comp(pp, false)))
 		return ret;
-	usec = now_usec() - start;
+	usec = tool_now_us() - start;
 
 	if (server) {
 		if ((ret = ctrl_recv(pp, cnt, CNT_LEN)))
@@ -905,23 +823,7 @@ static int finalize(struct pp *pp)
 
 static void teardown(struct pp *pp)
 {
-	if (pp->mr)
-		fi_close(&pp->mr->fid);
-	if (pp->ep)
-		fi_close(&pp->ep->fid);
-	if (pp->pep)
-		fi_close(&pp->pep->fid);
-	if (pp->av)
-		fi_close(&pp->av->fid);
-	if (pp->cq)
-		fi_close(&pp->cq->fid);
-	if (pp->domain)
-		fi_close(&pp->domain->fid);
-	if (pp->eq)
-		fi_close(&pp->eq->fid);
-	if (pp->fabric)
-		fi_close(&pp->fabric->fid);
-	fi_freeinfo(pp->info);
+	tool_fabric_close(&pp->fab);
 	free(pp->buf);
 	if (pp->ctrl >= 0)
 		close(pp->ctrl);
@@ -931,45 +833,47 @@ static void teardown(struct pp *pp)
 
 static int parse_size(const char *s, long *out)
 {
-	char *end;
 	unsigned long long v;
 
 	if (!strcmp(s, "all")) {
 		*out = -2;
 		return 0;
 	}
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || end == s)
-		return -1;
-	switch (*end) {
-	case 'k':
-	case 'K':
-		v <<= 10;
-		end++;
-		break;
-	case 'm':
-	case 'M':
-		v <<= 20;
-		end++;
-		break;
-	case 'g':
-	case 'G':
-		v <<= 30;
-		end++;
-		break;
-	default:
-		break;
-	}
-	if (*end || v > (1ull << 40))
+	/* Any strtoull base (0x10, 010), as the reference takes. */
+	if (tool_parse_size(s, 0, 1ull << 40, &v))
 		return -1;
 	*out = (long)v;
 	return 0;
 }
 
+/* The words -e and -m take, any case. */
+struct choice {
+	const char *name;
+	int value;
+};
+
+static const struct choice ep_types[] = {
+    {"msg", FI_EP_MSG}, {"rdm", FI_EP_RDM}, {"dgram", FI_EP_DGRAM}, {NULL, 0}};
+static const struct choice modes[] = {{"tagged", 1}, {"msg", 0}, {NULL, 0}};
+
+/* Sets *value from the entry called arg; else says what was unknown, as the
+ * reference does, and fails. */
+static int choose(const struct choice *c, const char *what, const char *arg, int *value)
+{
+	for (; c->name; c++) {
+		if (!strcasecmp(arg, c->name)) {
+			*value = c->value;
+			return 0;
+		}
+	}
+	fprintf(stderr, "Unknown %s : %s\n", what, arg);
+	usage();
+	return -1;
+}
+
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
-	int c;
+	int c, v;
 
 	*o = (struct opts){.ep_type = FI_EP_DGRAM,
 	                   .iterations = 10,
@@ -991,17 +895,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			o->prov = optarg;
 			break;
 		case 'e':
-			if (!strcasecmp(optarg, "msg"))
-				o->ep_type = FI_EP_MSG;
-			else if (!strcasecmp(optarg, "rdm"))
-				o->ep_type = FI_EP_RDM;
-			else if (!strcasecmp(optarg, "dgram"))
-				o->ep_type = FI_EP_DGRAM;
-			else {
-				fprintf(stderr, "Unknown endpoint : %s\n", optarg);
-				usage();
+			if (choose(ep_types, "endpoint", optarg, &v))
 				return -1;
-			}
+			o->ep_type = (enum fi_ep_type)v;
 			break;
 		case 'I':
 			o->iterations = strtol(optarg, NULL, 10);
@@ -1017,15 +913,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			}
 			break;
 		case 'm':
-			if (!strcasecmp(optarg, "tagged"))
-				o->tagged = true;
-			else if (!strcasecmp(optarg, "msg"))
-				o->tagged = false;
-			else {
-				fprintf(stderr, "Unknown transmit mode : %s\n", optarg);
-				usage();
+			if (choose(modes, "transmit mode", optarg, &v))
 				return -1;
-			}
+			o->tagged = v;
 			break;
 		case 'c':
 			o->check = true;
@@ -1075,7 +965,7 @@ static size_t *size_list(const struct opts *o, size_t *n)
 
 int main(int argc, char **argv)
 {
-	struct pp pp = {.ctrl = -1, .peer = FI_ADDR_UNSPEC};
+	struct pp pp = {.ctrl = -1, .fab.peer = FI_ADDR_UNSPEC};
 	size_t *sizes, nsizes, max_size = sizeof(FIN_MSG), i, ran = 0;
 	bool server;
 	int ret;
@@ -1104,13 +994,13 @@ int main(int argc, char **argv)
 		goto out;
 	if (verbose)
 		fprintf(stderr, "[debug] running with fi_info:\n%s\n",
-		        fi_tostr(pp.info, FI_TYPE_INFO));
+		        fi_tostr(pp.fab.info, FI_TYPE_INFO));
 	if ((ret = post_recv(&pp)))
 		goto out;
 
 	for (i = 0; i < nsizes; i++) {
 		/* Both sides drop the same sizes, so they stay in step. */
-		if (sizes[i] > pp.info->ep_attr->max_msg_size)
+		if (sizes[i] > pp.fab.info->ep_attr->max_msg_size)
 			continue;
 		if (!ran++)
 			print_header();
