@@ -204,30 +204,6 @@ void lm_rdm_rndv_fail(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r, int err)
 	rndv_finish(ep, r, err);
 }
 
-struct lm_rdm_rndv *lm_rdm_rndv_pull(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
-                                     uint64_t sreq, uint64_t size,
-                                     const struct iovec *iov, size_t iov_count)
-{
-	struct lm_rdm_rndv *r = rndv_alloc(ep);
-
-	if (!r)
-		return NULL;
-	memset(&r->rx, 0, sizeof(*r) - offsetof(struct lm_rdm_rndv, rx));
-	r->rma = true;
-	r->peer = peer;
-	r->src = FI_ADDR_NOTAVAIL;
-	r->sreq = sreq;
-	r->size = size;
-	memcpy(r->iov, iov, iov_count * sizeof(*iov));
-	r->iov_count = iov_count;
-	r->cap = size;
-	r->start_ms = lm_now_ms();
-	lm_list_push_back(&ep->rndv_active, &r->node);
-	lm_rdm_busy(ep);
-	send_answer(ep, peer, LM_OP_CTS, sreq, rndv_handle(ep, r));
-	return r;
-}
-
 /* r (allocated) receives a message of size bytes into rx. */
 static void rndv_setup(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r, struct lm_rdm_rx *rx,
                        struct lm_rdm_peer *peer, fi_addr_t src, uint64_t size,
@@ -262,6 +238,78 @@ static void rndv_setup(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r, struct lm_rd
 
 /* A matched RTS: read the sender's buffer in one copy when the link can,
  * else ask for the data with CTS. */
+/* r by packets: the sender streams DATA once it has our CTS. */
+static void rndv_cts(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r)
+{
+	lm_list_push_back(&ep->rndv_active, &r->node);
+	lm_rdm_busy(ep);
+	send_answer(ep, r->peer, LM_OP_CTS, r->sreq, rndv_handle(ep, r));
+}
+
+/* r (set up: iov, cap, peer, sreq) by cross-memory copy from the sender's
+ * buffers named by rts: one read, or with LM_HF_SPLIT a read of the lower
+ * part while the sender writes the upper one (PUSH, answered by PUSHED);
+ * packets (CTS) when the kernel refuses the copy. */
+static void rndv_bulk(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r,
+                      const struct lm_rdm_rts *rts, uint16_t hflags)
+{
+	struct iovec remote[LM_IOV_LIMIT], local[LM_IOV_LIMIT];
+	struct lm_rdm_peer *peer = r->peer;
+	size_t rn, ln, mine = r->cap;
+	ssize_t got;
+
+	/* Split: the sender writes the upper part while we read the lower
+	 * one. */
+	if ((hflags & LM_HF_SPLIT) && r->cap >= LM_SPLIT_MIN) {
+		struct lm_rdm_rts push;
+		struct lm_rdm_hdr ph = {.version = LM_RDM_WIRE_VERSION,
+		                        .op = LM_OP_PUSH,
+		                        .sreq = r->sreq,
+		                        .rreq = rndv_handle(ep, r)};
+
+		mine = (r->cap / 2) & ~(size_t)4095;
+		push.iov_count =
+		    lm_rdm_iov_slice(r->iov, r->iov_count, mine, r->cap - mine, local);
+		lm_rdm_rts_from_iov(&push, local, push.iov_count);
+		ph.addr = mine;
+		ph.size = r->cap - mine;
+		r->remote = *rts;
+		r->pushing = true;
+		lm_list_push_back(&ep->rndv_active, &r->node);
+		lm_rdm_busy(ep);
+		lm_rdm_ctl_send(ep, peer, &ph, &push, lm_rdm_rts_len(&push));
+	}
+	rn = lm_rdm_rts_iov(rts, mine, remote);
+	ln = lm_rdm_iov_slice(r->iov, r->iov_count, 0, mine, local);
+	got = mine && rn ? ep->link->ops->bulk_read(ep->link, peer->lp, local, ln, remote,
+	                                            rn)
+	                 : 0;
+	if (got == (ssize_t)mine) {
+		r->got = mine;
+		if (r->pushing)
+			return; /* the rest when PUSHED comes */
+		send_answer(ep, peer, LM_OP_FIN, r->sreq, 0);
+		rndv_finish(ep, r, 0);
+		return;
+	}
+	if (got == -FI_EIO) {
+		rndv_finish(ep, r, FI_EIO);
+		return;
+	}
+	/* Refused (ptrace policy, containers) or short: packets from now on
+	 * for this peer. */
+	LM_INFO(ep->dom->util.fabric->prov, FI_LOG_EP_DATA,
+	        "bulk read failed (%zd); falling back to copies\n", got);
+	peer->bulk_broken = true;
+	if (r->pushing) {
+		/* The sender may still be writing its part: CTS once its
+		 * PUSHED is here (lm_rdm_on_pushed). */
+		r->got = 0;
+		return;
+	}
+	rndv_cts(ep, r);
+}
+
 static void rndv_start(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx,
                        struct lm_rdm_peer *peer, fi_addr_t src,
                        const struct lm_rdm_rts *rts, uint64_t size, uint64_t tag,
@@ -292,63 +340,38 @@ static void rndv_start(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx,
 	rndv_setup(ep, r, rx, peer, src, size, tag, data, hflags, sreq, queued);
 	if ((hflags & LM_HF_BULK) && ep->bulk && !peer->bulk_broken &&
 	    ep->link->ops->bulk_read && rts->iov_count <= LM_IOV_LIMIT) {
-		struct iovec remote[LM_IOV_LIMIT], local[LM_IOV_LIMIT];
-		size_t rn, ln, mine = r->cap;
-		ssize_t got;
-
-		/* Split: the sender writes the upper part while we read the
-		 * lower one. */
-		if ((hflags & LM_HF_SPLIT) && r->cap >= LM_SPLIT_MIN) {
-			struct lm_rdm_rts push;
-			struct lm_rdm_hdr ph = {.version = LM_RDM_WIRE_VERSION,
-			                        .op = LM_OP_PUSH,
-			                        .sreq = sreq,
-			                        .rreq = rndv_handle(ep, r)};
-
-			mine = (r->cap / 2) & ~(size_t)4095;
-			push.iov_count = lm_rdm_iov_slice(r->iov, r->iov_count, mine,
-			                                  r->cap - mine, local);
-			lm_rdm_rts_from_iov(&push, local, push.iov_count);
-			ph.addr = mine;
-			ph.size = r->cap - mine;
-			r->remote = *rts;
-			r->pushing = true;
-			lm_list_push_back(&ep->rndv_active, &r->node);
-			lm_rdm_busy(ep);
-			lm_rdm_ctl_send(ep, peer, &ph, &push, lm_rdm_rts_len(&push));
-		}
-		rn = lm_rdm_rts_iov(rts, mine, remote);
-		ln = lm_rdm_iov_slice(r->iov, r->iov_count, 0, mine, local);
-		got = mine && rn ? ep->link->ops->bulk_read(ep->link, peer->lp, local, ln,
-		                                            remote, rn)
-		                 : 0;
-		if (got == (ssize_t)mine) {
-			r->got = mine;
-			if (r->pushing)
-				return; /* the rest when PUSHED comes */
-			send_answer(ep, peer, LM_OP_FIN, sreq, 0);
-			rndv_finish(ep, r, 0);
-			return;
-		}
-		if (got == -FI_EIO) {
-			rndv_finish(ep, r, FI_EIO);
-			return;
-		}
-		/* Refused (ptrace policy, containers) or short: packets from
-		 * now on for this peer. */
-		LM_INFO(ep->dom->util.fabric->prov, FI_LOG_EP_DATA,
-		        "bulk read failed (%zd); falling back to copies\n", got);
-		peer->bulk_broken = true;
-		if (r->pushing) {
-			/* The sender may still be writing its part: CTS once
-			 * its PUSHED is here (lm_rdm_on_pushed). */
-			r->got = 0;
-			return;
-		}
+		rndv_bulk(ep, r, rts, hflags);
+		return;
 	}
-	lm_list_push_back(&ep->rndv_active, &r->node);
-	lm_rdm_busy(ep);
-	send_answer(ep, peer, LM_OP_CTS, sreq, rndv_handle(ep, r));
+	rndv_cts(ep, r);
+}
+
+bool lm_rdm_rndv_write(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
+                       const struct lm_rdm_hdr *h, const struct iovec *iov,
+                       size_t iov_count, const struct lm_rdm_rts *rts)
+{
+	struct lm_rdm_rndv *r = rndv_alloc(ep);
+
+	if (!r)
+		return false;
+	memset(&r->rx, 0, sizeof(*r) - offsetof(struct lm_rdm_rndv, rx));
+	r->rma = true;
+	r->peer = peer;
+	r->src = FI_ADDR_NOTAVAIL;
+	r->sreq = h->sreq;
+	r->size = h->size;
+	r->hflags = h->flags;
+	r->data = h->data;
+	r->key = h->key;
+	memcpy(r->iov, iov, iov_count * sizeof(*iov));
+	r->iov_count = iov_count;
+	r->cap = h->size;
+	r->start_ms = lm_now_ms();
+	if (rts)
+		rndv_bulk(ep, r, rts, h->flags);
+	else
+		rndv_cts(ep, r);
+	return true;
 }
 
 /* The rendezvous a DATA packet of plen bytes from peer belongs to, or

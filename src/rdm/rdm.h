@@ -490,12 +490,15 @@ void lm_rdm_lost(void *arg, const void *src_addr);
 void lm_rdm_rndv_fail(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r, int err);
 void lm_rdm_unexp_free(struct lm_rdm_ep *ep, struct lm_rdm_unexp *x);
 void lm_rdm_rx_free(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx);
-/* Bring size bytes of the peer's buffers (rts) into iov by rendezvous:
- * CTS/DATA through a rendezvous slot, finished by rndv_finish (which sends
- * FIN to sreq and, for r->rma, calls lm_rdm_rma_rndv_done).  NULL: no slot. */
-struct lm_rdm_rndv *lm_rdm_rndv_pull(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
-                                     uint64_t sreq, uint64_t size,
-                                     const struct iovec *iov, size_t iov_count);
+/* Bring the h->size bytes of an RMA write (h: its WRITE header) into iov
+ * (verified target memory) through a rendezvous slot: with rts (the
+ * initiator's buffers, when it may be read across processes) by bulk
+ * copy, split with the initiator under LM_HF_SPLIT, else by CTS/DATA.
+ * Finished by rndv_finish (FIN to h->sreq, lm_rdm_rma_rndv_done).  false:
+ * no slot free. */
+bool lm_rdm_rndv_write(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
+                       const struct lm_rdm_hdr *h, const struct iovec *iov,
+                       size_t iov_count, const struct lm_rdm_rts *rts);
 ssize_t lm_rdm_cancel(struct lm_rdm_ep *ep, void *context);
 
 /* rma.c, atomic.c */

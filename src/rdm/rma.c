@@ -94,8 +94,18 @@ static void on_write(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 	}
 	if ((h->flags & LM_HF_BULK) && ep->bulk && !peer->bulk_broken &&
 	    ep->link->ops->bulk_read) {
-		ssize_t got =
-		    ep->link->ops->bulk_read(ep->link, peer->lp, iov, n, remote, rn);
+		struct lm_rdm_rts rts;
+		ssize_t got;
+
+		/* Large: the initiator writes the upper part while we read
+		 * the lower one (a rendezvous slot holds the write). */
+		if ((h->flags & LM_HF_SPLIT) && h->size >= LM_SPLIT_MIN &&
+		    !lm_rdm_rts_parse(&rts, payload, plen)) {
+			if (!lm_rdm_rndv_write(ep, peer, h, iov, n, &rts))
+				answer(ep, peer, LM_OP_FIN, h->sreq, FI_EAGAIN);
+			return;
+		}
+		got = ep->link->ops->bulk_read(ep->link, peer->lp, iov, n, remote, rn);
 
 		if (got == (ssize_t)h->size) {
 			lm_rdm_rma_target_event(ep, peer, true, h->key, h->flags, h->data,
@@ -109,18 +119,8 @@ static void on_write(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 		        "bulk read failed (%zd); falling back to copies\n", got);
 		peer->bulk_broken = true;
 	}
-	{
-		struct lm_rdm_rndv *r =
-		    lm_rdm_rndv_pull(ep, peer, h->sreq, h->size, iov, n);
-
-		if (!r) {
-			answer(ep, peer, LM_OP_FIN, h->sreq, FI_EAGAIN);
-			return;
-		}
-		r->hflags = h->flags;
-		r->data = h->data;
-		r->key = h->key;
-	}
+	if (!lm_rdm_rndv_write(ep, peer, h, iov, n, NULL))
+		answer(ep, peer, LM_OP_FIN, h->sreq, FI_EAGAIN);
 }
 
 static void on_read_req(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
@@ -269,10 +269,14 @@ static ssize_t rma_post(struct lm_rdm_ctx *ctx, bool write, const struct iovec *
 	} else if (len <= ep->eager_max) {
 		tx->op = h.op = LM_OP_WRITE; /* streamed as one packet */
 	} else {
-		/* Sent like a message's RTS: the target answers FIN, or CTS. */
+		/* Sent like a message's RTS: the target answers FIN, or CTS;
+		 * or, split, PUSH for the upper part first. */
 		tx->op = LM_OP_RTS;
 		h.op = LM_OP_WRITE;
 		h.flags |= LM_HF_RNDV | (ep->bulk ? LM_HF_BULK : 0);
+		if (ep->bulk && len >= LM_SPLIT_MIN && !tx->peer->bulk_broken &&
+		    (ep->link->caps & LM_LINK_BULK_WRITE))
+			h.flags |= LM_HF_SPLIT;
 	}
 	ret = lm_rdm_tx_launch(ep, tx, &h);
 out:

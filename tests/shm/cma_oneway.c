@@ -1,9 +1,10 @@
-/* cma_oneway.c - large messages when cross-memory attach works in one
- * direction only: rank 0 is not dumpable and neither process holds
- * CAP_SYS_PTRACE, so rank 0 may read and write rank 1's memory but not
- * the reverse.  Both the split rendezvous' fallbacks run (a receiver that
- * cannot read its sender, a sender that cannot write its receiver), and
- * every message must still arrive intact. */
+/* cma_oneway.c - large messages and RMA writes when cross-memory attach
+ * works in one direction only: rank 0 is not dumpable and neither process
+ * holds CAP_SYS_PTRACE, so rank 0 may read and write rank 1's memory but
+ * not the reverse.  Both fallbacks of the split copies run (a receiver or
+ * target that cannot read the sender or initiator, a sender or initiator
+ * that cannot write the receiver or target), and every message and write
+ * must still arrive intact. */
 #include <errno.h>
 #include <linux/capability.h>
 #include <stdlib.h>
@@ -12,6 +13,8 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
+
+#include <rdma/fi_rma.h>
 
 #include "check.h"
 #include "shmtest.h"
@@ -47,9 +50,74 @@ static ssize_t wait_one(struct fid_cq *cq, struct fi_cq_tagged_entry *c)
 	return r;
 }
 
+/* Both ranks write each size into the other's rbuf at once (split from
+ * 256 KiB: the target reads the lower part while the initiator writes the
+ * upper one, each falling back where the kernel refuses), then check what
+ * landed in their own. */
+static void rma_rounds(int rank, char *sbuf, char *rbuf)
+{
+	size_t max = sizes[sizeof(sizes) / sizeof(sizes[0]) - 1];
+	struct {
+		uint64_t addr, key;
+	} mine, all[ST_MAX_PROCS * ST_SLOT / 16];
+	struct fid_mr *mr = NULL;
+	int peer = 1 - rank;
+
+	CHECK_INT(fi_mr_reg(E.domain, rbuf, max, FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL), 0);
+	if (!mr)
+		return;
+	mine.addr = (uintptr_t)rbuf;
+	mine.key = fi_mr_key(mr);
+	CHECK_INT(st_allgather(&mine, sizeof(mine), all), 0);
+	memcpy(&mine, (char *)all + peer * ST_SLOT, sizeof(mine));
+	for (int round = 0; round < ROUNDS; round++) {
+		for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+			size_t len = sizes[s];
+			uint64_t seed = 1ull << 48 | (uint64_t)round << 8 | s;
+			struct fi_cq_tagged_entry c;
+			uint64_t done_in = 0, done_out = seed;
+			int wctx, dctx, rctx, got = 0;
+
+			st_fill(sbuf, len, seed ^ (uint64_t)rank << 32);
+			memset(rbuf, 0, len);
+			CHECK_INT(fi_recv(E.ep, &done_in, sizeof(done_in), NULL, E.addr[peer],
+			                  &rctx),
+			          0);
+			st_barrier();
+			CHECK_INT(fi_write(E.ep, sbuf, len, NULL, E.addr[peer], mine.addr,
+			                   mine.key, &wctx),
+			          0);
+			/* Until this write is complete, and the peer's: say so to
+			 * it, and progress (serving its write) until it says so. */
+			while (got < 3) {
+				if (wait_one(E.txcq, &c) != 1) {
+					CHECK(0);
+					break;
+				}
+				got++;
+				if (c.op_context == &wctx)
+					CHECK_INT(fi_send(E.ep, &done_out, sizeof(done_out), NULL,
+					                  E.addr[peer], &dctx),
+					          0);
+				else
+					CHECK(c.op_context == &dctx || c.op_context == &rctx);
+			}
+			if (got < 3)
+				break;
+			CHECK_HEX(done_in, seed);
+			if (st_verify(rbuf, len, seed ^ (uint64_t)peer << 32) != (size_t)-1) {
+				fprintf(stderr, "rank %d: write round %d size %zu differs\n",
+				        rank, round, len);
+				CHECK(0);
+			}
+		}
+	}
+	CHECK_INT(fi_close(&mr->fid), 0);
+}
+
 static int proc(int rank, int nprocs, void *arg)
 {
-	struct st_opts o = {.caps = FI_MSG};
+	struct st_opts o = {.caps = FI_MSG | FI_RMA | FI_WRITE | FI_REMOTE_WRITE};
 	size_t max = sizes[sizeof(sizes) / sizeof(sizes[0]) - 1];
 	char *sbuf = malloc(max), *rbuf = malloc(max);
 	int peer = 1 - rank;
@@ -106,6 +174,13 @@ static int proc(int rank, int nprocs, void *arg)
 			}
 		}
 	}
+	st_barrier();
+	CHECK_INT(st_close(&E), 0);
+	/* The RMA writes on fresh endpoints: a refused copy above marked the
+	 * peer, and the splits would not be tried again. */
+	if (st_open(&E, &o))
+		return 2;
+	rma_rounds(rank, sbuf, rbuf);
 	st_barrier();
 	CHECK_INT(st_close(&E), 0);
 	free(sbuf);
