@@ -138,7 +138,7 @@ struct lm_rdm_peer *lm_rdm_peer_by_addr(struct lm_rdm_ep *ep, const void *addr)
 
 /* The send side: fi_addr -> peer, cached in a vector indexed like the AV
  * and flushed whenever an address is removed from any AV of the domain. */
-struct lm_rdm_peer *lm_rdm_peer_by_fiaddr(struct lm_rdm_ep *ep, fi_addr_t addr)
+struct lm_rdm_peer *lm_rdm_peer_by_fiaddr_slow(struct lm_rdm_ep *ep, fi_addr_t addr)
 {
 	uint64_t gen = atomic_load_explicit(&ep->dom->av_gen, memory_order_relaxed);
 	uint64_t idx;
@@ -179,18 +179,14 @@ struct lm_rdm_peer *lm_rdm_peer_by_fiaddr(struct lm_rdm_ep *ep, fi_addr_t addr)
 	return p;
 }
 
-fi_addr_t lm_rdm_peer_fiaddr(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer)
+fi_addr_t lm_rdm_peer_fiaddr_slow(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer)
 {
 	uint64_t gen = atomic_load_explicit(&ep->dom->av_gen, memory_order_relaxed);
 
 	if (!ep->av)
 		return FI_ADDR_NOTAVAIL;
-	/* Unknown senders are looked up again each time: the application
-	 * may insert them later. */
-	if (peer->fi_gen != gen || peer->fi_addr == FI_ADDR_NOTAVAIL) {
-		peer->fi_addr = lm_av_reverse(ep->av, peer->addr);
-		peer->fi_gen = gen;
-	}
+	peer->fi_addr = lm_av_reverse(ep->av, peer->addr);
+	peer->fi_gen = gen;
 	return peer->fi_addr;
 }
 

@@ -29,6 +29,17 @@ static void rx_report(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx, size_t msg_len
 	if (ep->rx_selective && !(e->flags & FI_COMPLETION) && !trunc &&
 	    !(extra & FI_MULTI_RECV))
 		return;
+	if (!multi && !trunc) {
+		/* What lm_rx_complete writes for a whole message into an
+		 * ordinary receive, without its general cases. */
+		uint64_t kind = e->flags & FI_TAGGED ? FI_TAGGED : FI_MSG;
+
+		lm_cq_write(ep->rx_cq, e->context, FI_RECV | kind | extra, msg_len,
+		            e->iov_count ? e->iov[0].iov_base : NULL,
+		            extra & FI_REMOTE_CQ_DATA ? data : 0,
+		            kind == FI_TAGGED ? tag : 0, src);
+		return;
+	}
 	lm_rx_complete(ep->rx_cq, e, msg_len, data, tag, src, extra);
 }
 
@@ -97,23 +108,26 @@ static void deliver_eager(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx, fi_addr_t 
 {
 	struct iovec iov[LM_IOV_LIMIT];
 	bool released;
-	size_t n = rx_place(ep, rx, len, iov, &released);
+	size_t n;
 	uint64_t extra = hflags & LM_HF_CQ_DATA ? FI_REMOTE_CQ_DATA : 0;
 
-	lm_copy_to_iov(iov, n, 0, payload, len);
-	if (rx->e.flags & FI_MULTI_RECV) {
-		/* The release is announced by the buffer's last completion:
-		 * not while a rendezvous still lands in it. */
-		if (released && !rx->busy)
-			extra |= FI_MULTI_RECV;
+	if (!(rx->e.flags & FI_MULTI_RECV)) {
+		lm_copy_to_iov(rx->e.iov, rx->e.iov_count, 0, payload, len);
 		rx_report(ep, rx, len, data, tag, src, extra);
-		multi_after(ep, rx, released, queued);
-		if (rx->released && !rx->busy)
-			lm_rdm_rx_free(ep, rx);
+		lm_rdm_rx_free(ep, rx);
 		return;
 	}
+	/* A multi-receive buffer: the next piece of it. */
+	n = rx_place(ep, rx, len, iov, &released);
+	lm_copy_to_iov(iov, n, 0, payload, len);
+	/* The release is announced by the buffer's last completion: not
+	 * while a rendezvous still lands in it. */
+	if (released && !rx->busy)
+		extra |= FI_MULTI_RECV;
 	rx_report(ep, rx, len, data, tag, src, extra);
-	lm_rdm_rx_free(ep, rx);
+	multi_after(ep, rx, released, queued);
+	if (rx->released && !rx->busy)
+		lm_rdm_rx_free(ep, rx);
 }
 
 /* ---- rendezvous --------------------------------------------------------- */
@@ -796,8 +810,11 @@ static ssize_t post_recv(struct lm_rdm_ep *ep, const struct iovec *iov, void **d
 		goto out;
 	}
 	/* Field by field: the iov and desc arrays are large and only
-	 * count entries of them are read. */
-	memset(&rx->e, 0, offsetof(struct lm_rx_entry, iov));
+	 * count entries of them are read; node, bucket and seq are
+	 * lm_match_post's. */
+	lm_list_init(&rx->e.node);
+	rx->e.bucket = NULL;
+	rx->e.seq = 0;
 	rx->e.consumed = rx->e.last_off = rx->e.last_len = 0;
 	rx->e.engine = NULL;
 	rx->busy = 0;

@@ -585,6 +585,20 @@ static void on_fin(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 
 /* ---- dispatch --------------------------------------------------------------- */
 
+/* Two link addresses alike?  Inline for the common 16-byte ones (shm,
+ * sockaddr_in): it runs for every packet. */
+static inline bool addr_eq(const void *a, const void *b, size_t len)
+{
+	if (len == 16) {
+		uint64_t x[2], y[2];
+
+		memcpy(x, a, 16);
+		memcpy(y, b, 16);
+		return !((x[0] ^ y[0]) | (x[1] ^ y[1]));
+	}
+	return !memcmp(a, b, len);
+}
+
 void lm_rdm_recv_pkt(void *arg, const void *src_addr, const void *hdr,
                      const void *payload, size_t plen)
 {
@@ -600,7 +614,7 @@ void lm_rdm_recv_pkt(void *arg, const void *src_addr, const void *hdr,
 		        h.len, plen);
 		return;
 	}
-	if (!peer || memcmp(peer->addr, src_addr, ep->dom->link_ops->addrlen)) {
+	if (!peer || !addr_eq(peer->addr, src_addr, ep->dom->link_ops->addrlen)) {
 		peer = lm_rdm_peer_by_addr(ep, src_addr);
 		if (!peer)
 			return;
@@ -744,8 +758,10 @@ void lm_rdm_progress_locked(struct lm_rdm_ep *ep)
 	size_t max = ep->unexp_max;
 	int n;
 
-	ctl_queue_flush(ep);
-	lm_rdm_tx_flush(ep);
+	if (!lm_list_empty(&ep->ctl_queue))
+		ctl_queue_flush(ep);
+	if (!lm_list_empty(&ep->tx_queue))
+		lm_rdm_tx_flush(ep);
 	/* Holding as much unexpected data as allowed: leave the rest in the
 	 * link until receives are posted (the senders see backpressure).
 	 * While this endpoint waits for rendezvous data or answers, which
@@ -766,8 +782,10 @@ void lm_rdm_progress_locked(struct lm_rdm_ep *ep)
 			n = link->ops->poll(link, POLL_BUDGET);
 		} while (n == POLL_BUDGET && ep->unexp_bytes < max);
 	}
-	ctl_queue_flush(ep);
-	lm_rdm_tx_flush(ep);
+	if (!lm_list_empty(&ep->ctl_queue))
+		ctl_queue_flush(ep);
+	if (!lm_list_empty(&ep->tx_queue))
+		lm_rdm_tx_flush(ep);
 	if (!lm_list_empty(&ep->tx_wait) || !lm_list_empty(&ep->tx_queue) ||
 	    !lm_list_empty(&ep->rndv_active) || !lm_list_empty(&ep->ctl_queue) ||
 	    !lm_list_empty(&ep->revive))

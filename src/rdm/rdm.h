@@ -383,7 +383,22 @@ struct lm_rdm_ep {
 /* ep.c */
 int lm_rdm_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep,
                     void *context);
-struct lm_rdm_peer *lm_rdm_peer_by_fiaddr(struct lm_rdm_ep *ep, fi_addr_t addr);
+struct lm_rdm_peer *lm_rdm_peer_by_fiaddr_slow(struct lm_rdm_ep *ep, fi_addr_t addr);
+/* The peer an fi_addr names (made on first use), or NULL: from the
+ * endpoint's vector while no address was removed since it was filled. */
+static inline struct lm_rdm_peer *lm_rdm_peer_by_fiaddr(struct lm_rdm_ep *ep,
+                                                        fi_addr_t addr)
+{
+	uint64_t idx;
+
+	if (ep->av && !ep->connected &&
+	    atomic_load_explicit(&ep->dom->av_gen, memory_order_relaxed) == ep->peer_gen) {
+		idx = addr & ep->av->idx_mask;
+		if (idx < ep->peer_vec_len && ep->peer_vec[idx] && addr != FI_ADDR_NOTAVAIL)
+			return ep->peer_vec[idx];
+	}
+	return lm_rdm_peer_by_fiaddr_slow(ep, addr);
+}
 /* A connected endpoint's peer is now the link peer at addr (the provider's
  * connection management made the connection).  Under no lock of ep's. */
 int lm_rdm_ep_connected(struct lm_rdm_ep *ep, const void *addr);
@@ -393,7 +408,17 @@ void lm_rdm_ep_disconnected(struct lm_rdm_ep *ep, int err);
 struct lm_rdm_peer *lm_rdm_peer_by_addr(struct lm_rdm_ep *ep, const void *addr);
 /* The same, without making one: NULL for an address never seen. */
 struct lm_rdm_peer *lm_rdm_peer_find(struct lm_rdm_ep *ep, const void *addr);
-fi_addr_t lm_rdm_peer_fiaddr(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer);
+fi_addr_t lm_rdm_peer_fiaddr_slow(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer);
+/* peer's fi_addr in the endpoint's AV (FI_ADDR_NOTAVAIL if not in it),
+ * cached until an address is removed.  Unknown senders are looked up
+ * again each time: the application may insert them later. */
+static inline fi_addr_t lm_rdm_peer_fiaddr(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer)
+{
+	if (peer->fi_addr != FI_ADDR_NOTAVAIL &&
+	    peer->fi_gen == atomic_load_explicit(&ep->dom->av_gen, memory_order_relaxed))
+		return peer->fi_addr;
+	return lm_rdm_peer_fiaddr_slow(ep, peer);
+}
 /* A dead peer may be tried again (reconnected, or restarted): its
  * endpoint starts afresh, with all its eager credit. */
 static inline void lm_rdm_peer_revive(struct lm_rdm_peer *p)

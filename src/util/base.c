@@ -3,18 +3,37 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sched.h>
 
 #include "util.h"
 
 void lm_lock_init(struct lm_lock *l, bool on)
 {
-	pthread_mutex_init(&l->mutex, NULL);
+	atomic_init(&l->held, false);
 	l->on = on;
 }
 
 void lm_lock_fini(struct lm_lock *l)
 {
-	pthread_mutex_destroy(&l->mutex);
+	(void)l;
+}
+
+void lm_lock_wait(struct lm_lock *l)
+{
+	/* Spin first (holders are quick), then give the CPU to the holder,
+	 * which may share it; a long hold (a large bulk copy in progress)
+	 * is waited out in short naps. */
+	for (unsigned i = 0;; i++) {
+		if (!atomic_load_explicit(&l->held, memory_order_relaxed) &&
+		    !atomic_exchange_explicit(&l->held, true, memory_order_acquire))
+			return;
+		if (i < 128)
+			lm_cpu_relax();
+		else if (i < 256)
+			sched_yield();
+		else
+			nanosleep(&(struct timespec){.tv_nsec = 20000}, NULL);
+	}
 }
 
 uint64_t lm_now_ms(void)

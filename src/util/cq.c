@@ -41,7 +41,7 @@ void lm_progress_run_all(struct lm_list *hooks, struct lm_lock *plock)
 	struct lm_list *it;
 
 	/* Someone else progressing already: their completions wake us. */
-	if (plock->on && pthread_mutex_trylock(&plock->mutex))
+	if (!lm_lock_try(plock))
 		return;
 	lm_list_foreach(hooks, it)
 	{
@@ -115,7 +115,8 @@ static void cq_drop_head(struct lm_cq *cq)
  * Called with the lock held.  *in_ring says whether cq_slot_publish must
  * commit it; *was_empty whether a reader could have just seen the CQ
  * empty. */
-static struct lm_cq_slot *cq_slot_get(struct lm_cq *cq, bool *in_ring, bool *was_empty)
+static inline __attribute__((always_inline)) struct lm_cq_slot *
+cq_slot_get(struct lm_cq *cq, bool *in_ring, bool *was_empty)
 {
 	struct lm_cq_slot *s;
 	struct lm_cq_ovf *o;
@@ -229,8 +230,10 @@ static ssize_t cq_read_locked(struct lm_cq *cq, void *buf, size_t count, fi_addr
 	size_t i;
 
 	/* readerr's err_data lives "until a subsequent read call". */
-	free(cq->err_last);
-	cq->err_last = NULL;
+	if (cq->err_last) {
+		free(cq->err_last);
+		cq->err_last = NULL;
+	}
 
 	s = lm_ring_peek(&cq->ring);
 	if (!s)

@@ -394,8 +394,8 @@ void *lm_rx_consume(struct lm_rx_entry *rx, size_t len, size_t min_free, bool *r
 	return at;
 }
 
-size_t lm_copy_to_iov(const struct iovec *iov, size_t iov_count, size_t offset,
-                      const void *src, size_t len)
+size_t lm_copy_iov_slow(const struct iovec *iov, size_t iov_count, size_t offset,
+                        const void *src, size_t len)
 {
 	const char *from = src;
 	size_t done = 0;

@@ -164,8 +164,18 @@ void *lm_rx_consume(struct lm_rx_entry *rx, size_t len, size_t min_free, bool *r
 
 /* Copy len bytes of src into the iov at byte offset; returns the bytes
  * copied (fewer when the iov ends first). */
-size_t lm_copy_to_iov(const struct iovec *iov, size_t iov_count, size_t offset,
-                      const void *src, size_t len);
+size_t lm_copy_iov_slow(const struct iovec *iov, size_t iov_count, size_t offset,
+                        const void *src, size_t len);
+static inline size_t lm_copy_to_iov(const struct iovec *iov, size_t iov_count,
+                                    size_t offset, const void *src, size_t len)
+{
+	/* The common case, a message into the start of one buffer. */
+	if (iov_count == 1 && !offset && len <= iov[0].iov_len) {
+		memcpy(iov[0].iov_base, src, len);
+		return len;
+	}
+	return lm_copy_iov_slow(iov, iov_count, offset, src, len);
+}
 
 /* The receive completion for a message of msg_len bytes: flags FI_RECV,
  * FI_TAGGED or FI_MSG (from rx->flags), plus extra_flags (the message's

@@ -100,7 +100,8 @@ static int shm_link_open(void *ctx, const struct lm_link_attr *attr, const void 
 			return -FI_EINVAL;
 		ra.token = want.token;
 	}
-	if (attr->hdr_size > WIRE_MAX_HDR || attr->hdr_size % 8)
+	/* The packing below is written for the engine's eight words. */
+	if (attr->hdr_size != WIRE_MAX_HDR)
 		return -FI_EINVAL;
 	l = calloc(1, sizeof(*l));
 	if (!l)
@@ -190,71 +191,82 @@ static void shm_link_peer_close(struct lm_link *link, struct lm_link_peer *peer)
 	free(peer);
 }
 
-/* The non-zero words of hdr into out; returns the bytes written. */
-static size_t hdr_pack(unsigned char *out, const void *hdr, size_t hdr_size,
-                       uint8_t *mask)
+/* Which of the header's eight words are non-zero (bit i: word i); *bytes
+ * their packed size. */
+static inline uint8_t hdr_mask(const void *hdr, size_t *bytes)
 {
+	uint8_t mask = 0;
 	size_t n = 0;
 
-	*mask = 0;
-	for (size_t i = 0; i < hdr_size / 8; i++) {
+#pragma GCC unroll 8
+	for (size_t i = 0; i < WIRE_MAX_HDR / 8; i++) {
 		uint64_t w;
 
 		memcpy(&w, (const char *)hdr + i * 8, 8);
-		if (w) {
-			memcpy(out + n, &w, 8);
-			n += 8;
-			*mask |= (uint8_t)(1u << i);
-		}
+		mask |= (uint8_t)((w != 0) << i);
+		n += (w != 0) * 8;
 	}
-	return n;
+	*bytes = n;
+	return mask;
 }
 
-/* Back to hdr_size bytes from at most avail packed bytes; returns the
- * bytes consumed, or -1 when the mask names words the header does not
- * have or more than avail holds. */
-static ssize_t hdr_unpack(void *hdr, size_t hdr_size, const unsigned char *in,
-                          size_t avail, uint8_t mask)
+/* The words of hdr that mask names, packed into out. */
+static inline void hdr_pack(unsigned char *out, const void *hdr, uint8_t mask)
 {
 	size_t n = 0;
 
-	if (hdr_size < 64 && mask >> (hdr_size / 8))
-		return -1;
-	memset(hdr, 0, hdr_size);
-	for (size_t i = 0; i < hdr_size / 8; i++)
+#pragma GCC unroll 8
+	for (size_t i = 0; i < WIRE_MAX_HDR / 8; i++)
 		if (mask & (1u << i)) {
-			if (avail - n < 8)
-				return -1;
-			memcpy((char *)hdr + i * 8, in + n, 8);
+			memcpy(out + n, (const char *)hdr + i * 8, 8);
 			n += 8;
 		}
-	return (ssize_t)n;
+}
+
+/* Back to the eight header words from the packed ones at in, of which
+ * avail bytes are the cell's; returns the bytes consumed, or -1 when the
+ * mask names more than avail holds.  in is read up to WIRE_MAX_HDR bytes
+ * whatever avail says. */
+static inline ssize_t hdr_unpack(void *hdr, const unsigned char *in, size_t avail,
+                                 uint8_t mask)
+{
+	size_t n = 0;
+
+#pragma GCC unroll 8
+	for (size_t i = 0; i < WIRE_MAX_HDR / 8; i++) {
+		uint64_t w, bit = (mask >> i) & 1;
+
+		memcpy(&w, in + n, 8);
+		w &= -bit; /* absent words are zero */
+		memcpy((char *)hdr + i * 8, &w, 8);
+		n += bit * 8;
+	}
+	return n > avail ? -1 : (ssize_t)n;
 }
 
 static ssize_t shm_link_send(struct lm_link *link, struct lm_link_peer *peer,
                              const void *hdr, const struct iovec *iov, size_t iov_count)
 {
 	struct shm_link *l = lm_container_of(link, struct shm_link, link);
-	unsigned char head[sizeof(struct shm_wire) + WIRE_MAX_HDR];
 	struct shm_wire w = {
 	    .pid = l->self.pid, .buf = SHM_BUF_NONE, .token = l->self.token};
+	struct shm_cell *c;
+	uint64_t pos;
 	size_t len = 0, hl;
-	int ret;
+	int idx = -1;
 
 	for (size_t i = 0; i < iov_count; i++)
 		len += iov[i].iov_len;
 	if (len > SHM_BUF_SIZE)
 		return -FI_EMSGSIZE;
 	w.len = (uint32_t)len;
-	hl = sizeof(w) + hdr_pack(head + sizeof(w), hdr, l->hdr_size, &w.mask);
-	if (hl + len <= SHM_INLINE_MAX) {
-		memcpy(head, &w, sizeof(w));
-		ret = shm_ring_push(peer->sp, head, hl, iov, iov_count);
-	} else {
-		int idx = shm_buf_alloc(peer->sp);
+	w.mask = hdr_mask(hdr, &hl);
+	hl += sizeof(w);
+	if (hl + len > SHM_INLINE_MAX) {
 		char *dst;
 		size_t off = 0;
 
+		idx = shm_buf_alloc(peer->sp);
 		if (idx < 0)
 			return idx == -FI_EAGAIN ? -FI_EAGAIN : -FI_EIO;
 		dst = shm_buf_peer_ptr(peer->sp, (uint32_t)idx);
@@ -263,13 +275,27 @@ static ssize_t shm_link_send(struct lm_link *link, struct lm_link_peer *peer,
 			off += iov[i].iov_len;
 		}
 		w.buf = (uint32_t)idx;
-		memcpy(head, &w, sizeof(w));
-		ret = shm_ring_push(peer->sp, head, hl, NULL, 0);
-		if (ret)
-			shm_buf_put(peer->sp, (uint32_t)idx);
 	}
-	if (ret)
-		return ret == -FI_EAGAIN ? -FI_EAGAIN : -FI_EIO;
+	c = shm_ring_claim(peer->sp, &pos);
+	if (!c) {
+		if (idx >= 0)
+			shm_buf_put(peer->sp, (uint32_t)idx);
+		return -FI_EAGAIN;
+	}
+	/* Straight into the cell: wire, packed header, inline payload. */
+	memcpy(c->data, &w, sizeof(w));
+	hdr_pack(c->data + sizeof(w), hdr, w.mask);
+	if (idx < 0) {
+		size_t off = hl;
+
+		for (size_t i = 0; i < iov_count; i++) {
+			memcpy(c->data + off, iov[i].iov_base, iov[i].iov_len);
+			off += iov[i].iov_len;
+		}
+		shm_ring_commit(c, pos, hl + len);
+	} else {
+		shm_ring_commit(c, pos, hl);
+	}
 	shm_doorbell_ring(peer->sp);
 	return 0;
 }
@@ -306,8 +332,7 @@ static int shm_link_poll(struct lm_link *link, int budget)
 		memcpy(l->cell, cell, len);
 		shm_ring_consume(l->region);
 		memcpy(&w, l->cell, sizeof(w));
-		hn = hdr_unpack(hdr, l->hdr_size, l->cell + sizeof(w), len - sizeof(w),
-		                w.mask);
+		hn = hdr_unpack(hdr, l->cell + sizeof(w), len - sizeof(w), w.mask);
 		if (hn < 0)
 			continue;
 		hl = sizeof(w) + (size_t)hn;

@@ -11,11 +11,41 @@ _Static_assert(sizeof(struct shm_cell) == SHM_CELL_SIZE, "cell size is wire form
 _Static_assert(offsetof(struct shm_cell, data) == SHM_CELL_HDR, "cell header size");
 _Static_assert(sizeof(struct shm_hdr) % 64 == 0, "header keeps cells cache aligned");
 
-int shm_ring_push(struct shm_peer *p, const void *hdr, size_t hdr_len,
-                  const struct iovec *payload, size_t iovcnt)
+struct shm_cell *shm_ring_claim(struct shm_peer *p, uint64_t *pos_out)
 {
 	struct shm_map *m = &p->map;
 	_Atomic uint64_t *head = &m->hdr->ring_head;
+	uint64_t pos = atomic_load_explicit(head, memory_order_relaxed);
+
+	for (;;) {
+		/* Room: what the owner freed, as last read; read again only
+		 * when that says full.  A ring_freed ahead of ring_head (a
+		 * corrupt header) reads as full too: -FI_EAGAIN, no hang. */
+		if (pos - p->freed >= m->mask + 1) {
+			p->freed = atomic_load_explicit(&m->hdr->ring_freed,
+			                                memory_order_acquire);
+			if (pos - p->freed >= m->mask + 1)
+				return NULL;
+		}
+		if (atomic_compare_exchange_weak_explicit(head, &pos, pos + 1,
+		                                          memory_order_relaxed,
+		                                          memory_order_relaxed))
+			break;
+		/* pos now holds the current head: try it. */
+	}
+	*pos_out = pos;
+	return &m->cells[pos & m->mask];
+}
+
+void shm_ring_commit(struct shm_cell *c, uint64_t pos, size_t len)
+{
+	c->len = (uint32_t)len;
+	atomic_store_explicit(&c->seq, pos + 1, memory_order_release);
+}
+
+int shm_ring_push(struct shm_peer *p, const void *hdr, size_t hdr_len,
+                  const struct iovec *payload, size_t iovcnt)
+{
 	struct shm_cell *c;
 	uint64_t pos;
 	size_t total = hdr_len, i, off;
@@ -27,26 +57,9 @@ int shm_ring_push(struct shm_peer *p, const void *hdr, size_t hdr_len,
 	}
 	if (total > SHM_INLINE_MAX)
 		return -FI_EMSGSIZE;
-
-	pos = atomic_load_explicit(head, memory_order_relaxed);
-	for (;;) {
-		/* Room: what the owner freed, as last read; read again only
-		 * when that says full.  A ring_freed ahead of ring_head (a
-		 * corrupt header) reads as full too: -FI_EAGAIN, no hang. */
-		if (pos - p->freed >= m->mask + 1) {
-			p->freed = atomic_load_explicit(&m->hdr->ring_freed,
-			                                memory_order_acquire);
-			if (pos - p->freed >= m->mask + 1)
-				return -FI_EAGAIN;
-		}
-		if (atomic_compare_exchange_weak_explicit(head, &pos, pos + 1,
-		                                          memory_order_relaxed,
-		                                          memory_order_relaxed))
-			break;
-		/* pos now holds the current head: try it. */
-	}
-	c = &m->cells[pos & m->mask];
-
+	c = shm_ring_claim(p, &pos);
+	if (!c)
+		return -FI_EAGAIN;
 	if (hdr_len)
 		memcpy(c->data, hdr, hdr_len);
 	off = hdr_len;
@@ -55,41 +68,17 @@ int shm_ring_push(struct shm_peer *p, const void *hdr, size_t hdr_len,
 			memcpy(c->data + off, payload[i].iov_base, payload[i].iov_len);
 		off += payload[i].iov_len;
 	}
-	c->len = (uint32_t)total;
-	atomic_store_explicit(&c->seq, pos + 1, memory_order_release);
+	shm_ring_commit(c, pos, total);
 	return 0;
-}
-
-static inline uint64_t tail_of(const struct shm_region *r)
-{
-	return atomic_load_explicit(&r->tail, memory_order_relaxed);
-}
-
-bool shm_ring_ready(const struct shm_region *r)
-{
-	uint64_t t = tail_of(r);
-	const struct shm_cell *c = &r->map.cells[t & r->map.mask];
-
-	return atomic_load_explicit(&c->seq, memory_order_acquire) == t + 1;
-}
-
-void shm_ring_consume(struct shm_region *r)
-{
-	atomic_store_explicit(&r->tail, tail_of(r) + 1, memory_order_relaxed);
 }
 
 void shm_ring_flush(struct shm_region *r)
 {
-	uint64_t t = tail_of(r);
+	uint64_t t = shm_ring_tail(r);
 
 	/* Release: the cells were read before a producer may write them. */
 	atomic_store_explicit(&r->map.hdr->ring_freed, t, memory_order_release);
 	atomic_store_explicit(&r->freed, t, memory_order_relaxed);
-}
-
-bool shm_ring_unflushed(const struct shm_region *r)
-{
-	return atomic_load_explicit(&r->freed, memory_order_relaxed) != tail_of(r);
 }
 
 void shm_ring_release(struct shm_region *r)
@@ -98,7 +87,7 @@ void shm_ring_release(struct shm_region *r)
 	shm_ring_flush(r);
 }
 
-const void *shm_ring_peek(struct shm_region *r, size_t *len)
+const void *shm_ring_peek_slow(struct shm_region *r, size_t *len)
 {
 	struct shm_cell *c;
 	uint32_t n;
@@ -106,7 +95,7 @@ const void *shm_ring_peek(struct shm_region *r, size_t *len)
 	/* A cell with a length no producer could write is dropped, so one
 	 * corrupt cell does not block the ring. */
 	while (shm_ring_ready(r)) {
-		c = &r->map.cells[tail_of(r) & r->map.mask];
+		c = &r->map.cells[shm_ring_tail(r) & r->map.mask];
 		n = c->len;
 		if (n <= SHM_INLINE_MAX) {
 			*len = n;
@@ -127,7 +116,7 @@ ssize_t shm_ring_pop(struct shm_region *r, void *buf)
 
 	if (!shm_ring_ready(r))
 		return -FI_EAGAIN;
-	c = &r->map.cells[tail_of(r) & r->map.mask];
+	c = &r->map.cells[shm_ring_tail(r) & r->map.mask];
 	n = c->len;
 	if (n > SHM_INLINE_MAX) {
 		LM_WARN(shm_log_prov, FI_LOG_EP_DATA, "%s: dropped cell with length %u\n",

@@ -216,6 +216,11 @@ bool shm_peer_alive(const struct shm_peer *p);
  * the ring; the owner then sees its peers time out.)
  */
 
+/* Producer, in two steps: a free cell (its data is ours to fill) and its
+ * position, or NULL when the ring is full; then commit it with len bytes
+ * of data (at most SHM_INLINE_MAX), which hands it to the owner. */
+struct shm_cell *shm_ring_claim(struct shm_peer *p, uint64_t *pos);
+void shm_ring_commit(struct shm_cell *c, uint64_t pos, size_t len);
 /* Copy hdr then the payload iov into one cell of the peer's ring.
  * -FI_EMSGSIZE if the total exceeds SHM_INLINE_MAX, -FI_EAGAIN if the ring is
  * full (never blocks).  Does not ring the doorbell: call shm_doorbell_ring
@@ -230,19 +235,57 @@ ssize_t shm_ring_pop(struct shm_region *r, void *buf);
  * empty (cells with an impossible length are dropped on the way).  The data
  * is still in shared memory, where a hostile producer could rewrite it: copy
  * a field before validating it.  shm_ring_release then gives the cell back. */
-const void *shm_ring_peek(struct shm_region *r, size_t *len);
+/* shm_ring_peek past a cell with an impossible length. */
+const void *shm_ring_peek_slow(struct shm_region *r, size_t *len);
 void shm_ring_release(struct shm_region *r);
 /* Owner: release later.  shm_ring_consume moves past the oldest cell but
  * leaves it in use; shm_ring_flush hands every such cell back (one store to
  * ring_freed, whose cache line a producer then takes back: deferred to a
  * poll that finds nothing, that is off the path of a reply). */
-void shm_ring_consume(struct shm_region *r);
 void shm_ring_flush(struct shm_region *r);
-/* Cells consumed but not yet handed back (a hint without serialisation). */
-bool shm_ring_unflushed(const struct shm_region *r);
+
+/* Inline: they are the receive path of every message. */
+static inline uint64_t shm_ring_tail(const struct shm_region *r)
+{
+	return atomic_load_explicit(&r->tail, memory_order_relaxed);
+}
+
 /* Owner: is there a committed cell to read?  May be called without the
  * owner's serialisation as a hint (a stale answer only delays). */
-bool shm_ring_ready(const struct shm_region *r);
+static inline bool shm_ring_ready(const struct shm_region *r)
+{
+	uint64_t t = shm_ring_tail(r);
+	const struct shm_cell *c = &r->map.cells[t & r->map.mask];
+
+	return atomic_load_explicit(&c->seq, memory_order_acquire) == t + 1;
+}
+
+static inline void shm_ring_consume(struct shm_region *r)
+{
+	atomic_store_explicit(&r->tail, shm_ring_tail(r) + 1, memory_order_relaxed);
+}
+
+/* Cells consumed but not yet handed back (a hint without serialisation). */
+static inline bool shm_ring_unflushed(const struct shm_region *r)
+{
+	return atomic_load_explicit(&r->freed, memory_order_relaxed) != shm_ring_tail(r);
+}
+
+static inline const void *shm_ring_peek(struct shm_region *r, size_t *len)
+{
+	const struct shm_cell *c = &r->map.cells[shm_ring_tail(r) & r->map.mask];
+	uint32_t n;
+
+	if (!shm_ring_ready(r)) {
+		*len = 0;
+		return NULL;
+	}
+	n = c->len; /* read once: the producer may rewrite it */
+	if (n > SHM_INLINE_MAX)
+		return shm_ring_peek_slow(r, len);
+	*len = n;
+	return c->data;
+}
 
 /* ---- bounce buffers (ring.c) --------------------------------------------
  * buf_count buffers of buf_size bytes in the receiver's region, on a
