@@ -86,7 +86,7 @@ static bool rx_queued(const struct lm_rx_entry *rx)
 	return rx->node.next != &rx->node;
 }
 
-static void rx_unlink(struct lm_match *m, struct lm_rx_entry *rx)
+static inline void rx_unlink(struct lm_match *m, struct lm_rx_entry *rx)
 {
 	struct lm_match_src *b = rx->bucket;
 
@@ -169,7 +169,7 @@ struct lm_unexp_entry *lm_match_post(struct lm_match *m, struct lm_rx_entry *rx)
 	rx->flags |= m->tagged ? FI_TAGGED : FI_MSG;
 	rx->bucket = NULL;
 	lm_list_init(&rx->node);
-	u = find_unexp(m, rx->src, rx->tag, rx->ignore);
+	u = m->unexp_count ? find_unexp(m, rx->src, rx->tag, rx->ignore) : NULL;
 	if (u) {
 		unexp_detach(m, u);
 		m->unexp_count--;

@@ -781,7 +781,7 @@ static ssize_t send_pkts(struct tcp_link *l, struct lm_link_peer *p,
 {
 	struct iovec v[TCP_BATCH_MAX * (2 + LM_IOV_LIMIT)];
 	struct tcp_frame f[TCP_BATCH_MAX];
-	size_t first[TCP_BATCH_MAX + 1], size[TCP_BATCH_MAX];
+	size_t first[TCP_BATCH_MAX + 1], size[TCP_BATCH_MAX] = {0};
 	struct tcp_conn *c = p->conn;
 	size_t nv = 0, total = 0, k, acc;
 	ssize_t n;
