@@ -9,8 +9,9 @@
 
 /* ---- receive-side completions -------------------------------------------- */
 
-static void rx_report(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx, size_t msg_len,
-                      uint64_t data, uint64_t tag, fi_addr_t src, uint64_t extra)
+static LM_HOT_INLINE void rx_report(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx,
+                                    size_t msg_len, uint64_t data, uint64_t tag,
+                                    fi_addr_t src, uint64_t extra)
 {
 	struct lm_rx_entry *e = &rx->e;
 	bool multi = e->flags & FI_MULTI_RECV;
@@ -102,9 +103,10 @@ static void multi_after(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx, bool release
 		                   &rx->e);
 }
 
-static void deliver_eager(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx, fi_addr_t src,
-                          size_t len, uint64_t tag, uint64_t data, uint16_t hflags,
-                          const void *payload, bool queued)
+static LM_HOT_INLINE void deliver_eager(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx,
+                                        fi_addr_t src, size_t len, uint64_t tag,
+                                        uint64_t data, uint16_t hflags,
+                                        const void *payload, bool queued)
 {
 	struct iovec iov[LM_IOV_LIMIT];
 	bool released;

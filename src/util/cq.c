@@ -115,8 +115,8 @@ static void cq_drop_head(struct lm_cq *cq)
  * Called with the lock held.  *in_ring says whether cq_slot_publish must
  * commit it; *was_empty whether a reader could have just seen the CQ
  * empty. */
-static inline __attribute__((always_inline)) struct lm_cq_slot *
-cq_slot_get(struct lm_cq *cq, bool *in_ring, bool *was_empty)
+static LM_HOT_INLINE struct lm_cq_slot *cq_slot_get(struct lm_cq *cq, bool *in_ring,
+                                                    bool *was_empty)
 {
 	struct lm_cq_slot *s;
 	struct lm_cq_ovf *o;
