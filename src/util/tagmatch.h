@@ -171,7 +171,8 @@ static inline size_t lm_copy_to_iov(const struct iovec *iov, size_t iov_count,
 {
 	/* The common case, a message into the start of one buffer. */
 	if (iov_count == 1 && !offset && len <= iov[0].iov_len) {
-		memcpy(iov[0].iov_base, src, len);
+		if (len) /* a NULL src or buffer may come with 0 bytes */
+			memcpy(iov[0].iov_base, src, len);
 		return len;
 	}
 	return lm_copy_iov_slow(iov, iov_count, offset, src, len);

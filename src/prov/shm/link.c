@@ -271,7 +271,8 @@ static ssize_t shm_link_send(struct lm_link *link, struct lm_link_peer *peer,
 			return idx == -FI_EAGAIN ? -FI_EAGAIN : -FI_EIO;
 		dst = shm_buf_peer_ptr(peer->sp, (uint32_t)idx);
 		for (size_t i = 0; i < iov_count; i++) {
-			memcpy(dst + off, iov[i].iov_base, iov[i].iov_len);
+			if (iov[i].iov_len)
+				memcpy(dst + off, iov[i].iov_base, iov[i].iov_len);
 			off += iov[i].iov_len;
 		}
 		w.buf = (uint32_t)idx;
@@ -289,7 +290,8 @@ static ssize_t shm_link_send(struct lm_link *link, struct lm_link_peer *peer,
 		size_t off = hl;
 
 		for (size_t i = 0; i < iov_count; i++) {
-			memcpy(c->data + off, iov[i].iov_base, iov[i].iov_len);
+			if (iov[i].iov_len) /* its base may be NULL */
+				memcpy(c->data + off, iov[i].iov_base, iov[i].iov_len);
 			off += iov[i].iov_len;
 		}
 		shm_ring_commit(c, pos, hl + len);
