@@ -1,9 +1,9 @@
 /* base.c - the fabric and domain bases providers build on, locks, and the
  * small fid helpers shared by util objects. */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <sched.h>
 
 #include "util.h"
 

@@ -57,8 +57,9 @@ static inline void lm_cpu_relax(void)
 /* A spin lock rather than pthread's mutex: taking it is one atomic and
  * releasing it a plain store, where a mutex pays an atomic each way plus
  * its bookkeeping; the data path takes several per message under
- * FI_THREAD_SAFE.  Holders keep it briefly and never sleep under it; a
- * waiter that spins too long yields, then naps (lm_lock_wait). */
+ * FI_THREAD_SAFE.  Holders never sleep under it, and most keep it for a
+ * few hundred instructions; a waiter that spins too long (behind a large
+ * bulk copy, say) yields, then naps (lm_lock_wait). */
 static inline void lm_lock_acquire(struct lm_lock *l)
 {
 	if (l->on && atomic_exchange_explicit(&l->held, true, memory_order_acquire))
