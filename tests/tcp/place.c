@@ -39,8 +39,8 @@
 #define GUARD     64          /* checked bytes on each side of a buffer */
 #define WAIT_MS   5000        /* bound on anything awaited */
 #define SETTLE    50          /* progress calls after each write */
-#define N_DEAD    9           /* claimed addresses: one per connection */
-#define MAX_COMP  16
+#define N_DEAD    10          /* claimed addresses: one per connection */
+#define MAX_COMP  80
 #define MSG_LEN   40000
 #define FIRST     1000  /* payload bytes written with the header */
 #define PIECE     13000 /* then pieces of this size */
@@ -844,6 +844,62 @@ static void case_peer_restarts(void)
 	free(g2.mem);
 }
 
+/* 9: a placed payload completes as A's poll reaches its budget (64
+ * packets), and the read that finished it also took the next frame, the
+ * peer's last: that frame must still be delivered though nothing more
+ * arrives.  63 unexpected 1,100-byte messages, then a placed one that
+ * ends past what the link's first read takes (256 KiB), then an empty
+ * one, in one write.  (Before the fix, the empty one waited for more
+ * bytes from the peer.) */
+static void case_budget(void)
+{
+	enum { SMALL = 63, SLEN = 1100, BIG = 196000 };
+	static uint8_t small[SLEN], big[BIG],
+	    bytes[SMALL * (HEAD_LEN + SLEN) + 2 * HEAD_LEN + BIG];
+	static uint8_t sink[SLEN];
+	const uint64_t t_small = TAG + 1, t_big = TAG + 2, t_last = TAG + 3;
+	struct raw r;
+	struct gbuf g;
+	size_t n = 0;
+	int ctx_big, ctx_last, ctx_small;
+	uint8_t last;
+
+	if (!case_start("case 9: a placement ends the poll's budget", &g, BIG, 95, &r, 9))
+		return;
+	pat_fill(small, SLEN, 9);
+	pat_fill(big, BIG, 10);
+	for (int i = 0; i < SMALL; i++)
+		n += eager_frame(bytes + n, LM_HF_TAGGED, t_small, 0, SREQ, small, SLEN);
+	n += eager_frame(bytes + n, LM_HF_TAGGED, t_big, 0, SREQ, big, BIG);
+	n += eager_frame(bytes + n, LM_HF_TAGGED, t_last, 0, SREQ, NULL, 0);
+	CHECK_INT(fi_trecv(ep, g.buf, g.cap, NULL, FI_ADDR_UNSPEC, t_big, 0, &ctx_big),
+	          0);
+	CHECK_INT(fi_trecv(ep, &last, 1, NULL, FI_ADDR_UNSPEC, t_last, 0, &ctx_last), 0);
+	CHECK(raw_write(&r, bytes, n));
+	CHECK(wait_comps(2));
+	settle();
+	CHECK_INT(ncomp, 2);
+	for (int i = 0; i < ncomp && i < 2; i++) {
+		CHECK_INT(comps[i].err, 0);
+		if (comps[i].ctx == &ctx_big)
+			CHECK_INT(comps[i].len, BIG);
+		else
+			CHECK(comps[i].ctx == &ctx_last && comps[i].len == 0);
+	}
+	check_landed(&g, big, BIG);
+	/* The small ones wait unexpected: take them, in order. */
+	ncomp = 0;
+	for (int i = 0; i < SMALL; i++)
+		CHECK_INT(fi_trecv(ep, sink, SLEN, NULL, FI_ADDR_UNSPEC, t_small, 0,
+		                   &ctx_small),
+		          0);
+	CHECK(wait_comps(SMALL));
+	CHECK_INT(ncomp, SMALL);
+	CHECK(!memcmp(sink, small, SLEN));
+	raw_close(&r);
+	free(g.mem);
+}
+
 /* After all that, A still takes a new peer's message. */
 static void case_still_works(void)
 {
@@ -893,6 +949,7 @@ int main(void)
 	case_unexpected();
 	case_posted_midway();
 	case_peer_restarts();
+	case_budget();
 	case_still_works();
 
 	CHECK_INT(fi_close(&ep->fid), 0);

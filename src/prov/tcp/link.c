@@ -567,9 +567,14 @@ static int conn_read(struct tcp_link *l, struct tcp_conn *c, int budget)
 
 			if (r <= 0)
 				return r < 0 ? -1 : delivered;
-			if (c->closed || ++delivered >= budget)
+			if (c->closed)
 				return delivered;
+			/* Bytes that came with the payload are parsed before
+			 * returning, whatever the budget: no event would bring
+			 * this connection back if nothing else arrives. */
 			fresh = c->in_len > 0;
+			if (++delivered >= budget && !fresh)
+				return delivered;
 		}
 		if (fresh) {
 			/* Look at that header before reading on: its payload
