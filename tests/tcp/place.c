@@ -871,7 +871,7 @@ static void case_budget(void)
 	for (int i = 0; i < SMALL; i++)
 		n += eager_frame(bytes + n, LM_HF_TAGGED, t_small, 0, SREQ, small, SLEN);
 	n += eager_frame(bytes + n, LM_HF_TAGGED, t_big, 0, SREQ, big, BIG);
-	n += eager_frame(bytes + n, LM_HF_TAGGED, t_last, 0, SREQ, NULL, 0);
+	n += eager_frame(bytes + n, LM_HF_TAGGED, t_last, 0, SREQ, small, 0);
 	CHECK_INT(fi_trecv(ep, g.buf, g.cap, NULL, FI_ADDR_UNSPEC, t_big, 0, &ctx_big),
 	          0);
 	CHECK_INT(fi_trecv(ep, &last, 1, NULL, FI_ADDR_UNSPEC, t_last, 0, &ctx_last), 0);
