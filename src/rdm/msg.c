@@ -30,17 +30,6 @@ static LM_HOT_INLINE void rx_report(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx,
 	if (ep->rx_selective && !(e->flags & FI_COMPLETION) && !trunc &&
 	    !(extra & FI_MULTI_RECV))
 		return;
-	if (!multi && !trunc) {
-		/* What lm_rx_complete writes for a whole message into an
-		 * ordinary receive, without its general cases. */
-		uint64_t kind = e->flags & FI_TAGGED ? FI_TAGGED : FI_MSG;
-
-		lm_cq_write(ep->rx_cq, e->context, FI_RECV | kind | extra, msg_len,
-		            e->iov_count ? e->iov[0].iov_base : NULL,
-		            extra & FI_REMOTE_CQ_DATA ? data : 0,
-		            kind == FI_TAGGED ? tag : 0, src);
-		return;
-	}
 	lm_rx_complete(ep->rx_cq, e, msg_len, data, tag, src, extra);
 }
 
@@ -433,17 +422,6 @@ void lm_rdm_rndv_data(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 	rndv_account(ep, r, plen);
 }
 
-/* The sender of a placed piece, known already (it asked for the
- * rendezvous); NULL for an address this endpoint never heard of. */
-static struct lm_rdm_peer *known_peer(struct lm_rdm_ep *ep, const void *src_addr)
-{
-	struct lm_rdm_peer *p = ep->last_src;
-
-	if (p && !memcmp(p->addr, src_addr, ep->dom->link_ops->addrlen))
-		return p;
-	return lm_rdm_peer_by_addr(ep, src_addr);
-}
-
 /* An eager message received in full by its placement (r->eager). */
 static void eager_done(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r)
 {
@@ -503,10 +481,10 @@ size_t lm_rdm_place(void *arg, const void *src_addr, const void *hdr, size_t ple
 	if (h.version != LM_RDM_WIRE_VERSION || h.len != plen)
 		return 0;
 	if (h.op == LM_OP_EAGER)
-		return eager_place(ep, known_peer(ep, src_addr), &h, plen, iov);
+		return eager_place(ep, lm_rdm_peer_of_src(ep, src_addr), &h, plen, iov);
 	if (h.op != LM_OP_DATA)
 		return 0;
-	r = rndv_of_data(ep, known_peer(ep, src_addr), &h, plen);
+	r = rndv_of_data(ep, lm_rdm_peer_of_src(ep, src_addr), &h, plen);
 	/* Only a piece that lands whole in the receive buffer (a truncated
 	 * tail takes the copying path, which drops what does not fit). */
 	if (!r || h.addr > r->cap || plen > r->cap - h.addr)
@@ -520,7 +498,7 @@ size_t lm_rdm_place(void *arg, const void *src_addr, const void *hdr, size_t ple
 void lm_rdm_placed(void *arg, const void *src_addr, const void *hdr, size_t plen)
 {
 	struct lm_rdm_ep *ep = arg;
-	struct lm_rdm_peer *peer = known_peer(ep, src_addr);
+	struct lm_rdm_peer *peer = lm_rdm_peer_of_src(ep, src_addr);
 	struct lm_rdm_hdr h;
 	struct lm_rdm_rndv *r;
 	uint32_t slot;

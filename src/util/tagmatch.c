@@ -417,40 +417,23 @@ size_t lm_copy_iov_slow(const struct iovec *iov, size_t iov_count, size_t offset
 
 /* ---- completions --------------------------------------------------------- */
 
-static uint64_t rx_kind(const struct lm_rx_entry *rx)
+int lm_rx_truncated(struct lm_cq *cq, struct lm_rx_entry *rx, size_t msg_len,
+                    size_t cap, void *buf, uint64_t data, uint64_t tag, fi_addr_t src,
+                    uint64_t flags)
 {
-	return rx->flags & FI_TAGGED ? FI_TAGGED : FI_MSG;
-}
+	struct fi_cq_err_entry err = {
+	    .op_context = rx->context,
+	    .flags = flags,
+	    .len = cap,
+	    .buf = buf,
+	    .data = data,
+	    .tag = tag,
+	    .olen = msg_len - cap,
+	    .err = FI_ETRUNC,
+	    .prov_errno = FI_ETRUNC,
+	};
 
-int lm_rx_complete(struct lm_cq *cq, struct lm_rx_entry *rx, size_t msg_len,
-                   uint64_t data, uint64_t tag, fi_addr_t src, uint64_t extra_flags)
-{
-	uint64_t flags = FI_RECV | rx_kind(rx) | extra_flags;
-	bool multi = rx->flags & FI_MULTI_RECV;
-	size_t cap = multi ? rx->last_len : rx->total_len;
-	char *base = rx->iov_count ? rx->iov[0].iov_base : NULL;
-	void *buf = multi && base ? base + rx->last_off : base;
-
-	if (!(flags & FI_REMOTE_CQ_DATA))
-		data = 0;
-	if (!(flags & FI_TAGGED))
-		tag = 0;
-	if (msg_len > cap) {
-		struct fi_cq_err_entry err = {
-		    .op_context = rx->context,
-		    .flags = flags,
-		    .len = cap,
-		    .buf = buf,
-		    .data = data,
-		    .tag = tag,
-		    .olen = msg_len - cap,
-		    .err = FI_ETRUNC,
-		    .prov_errno = FI_ETRUNC,
-		};
-
-		return lm_cq_write_err(cq, &err, src);
-	}
-	return lm_cq_write(cq, rx->context, flags, msg_len, buf, data, tag, src);
+	return lm_cq_write_err(cq, &err, src);
 }
 
 int lm_rx_cancelled(struct lm_cq *cq, struct lm_rx_entry *rx)
@@ -458,7 +441,7 @@ int lm_rx_cancelled(struct lm_cq *cq, struct lm_rx_entry *rx)
 	/* A cancelled multi-receive buffer is given back too: say so. */
 	struct fi_cq_err_entry err = {
 	    .op_context = rx->context,
-	    .flags = FI_RECV | rx_kind(rx) | (rx->flags & FI_MULTI_RECV),
+	    .flags = FI_RECV | lm_rx_kind(rx) | (rx->flags & FI_MULTI_RECV),
 	    .tag = rx->flags & FI_TAGGED ? rx->tag : 0,
 	    .err = FI_ECANCELED,
 	    .prov_errno = FI_ECANCELED,

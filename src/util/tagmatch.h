@@ -185,8 +185,34 @@ static inline size_t lm_copy_to_iov(const struct iovec *iov, size_t iov_count,
  * A message longer than the receive (for a multi-receive buffer: than
  * its last placement) gives an FI_ETRUNC error entry, len = what fit,
  * olen = the rest.  Selective completion is the caller's decision. */
-int lm_rx_complete(struct lm_cq *cq, struct lm_rx_entry *rx, size_t msg_len,
-                   uint64_t data, uint64_t tag, fi_addr_t src, uint64_t extra_flags);
+int lm_rx_truncated(struct lm_cq *cq, struct lm_rx_entry *rx, size_t msg_len,
+                    size_t cap, void *buf, uint64_t data, uint64_t tag, fi_addr_t src,
+                    uint64_t flags);
+/* FI_TAGGED or FI_MSG: the receive's kind, as its completions say. */
+static inline uint64_t lm_rx_kind(const struct lm_rx_entry *rx)
+{
+	return rx->flags & FI_TAGGED ? FI_TAGGED : FI_MSG;
+}
+
+/* Inline: every received message ends here. */
+static inline int lm_rx_complete(struct lm_cq *cq, struct lm_rx_entry *rx,
+                                 size_t msg_len, uint64_t data, uint64_t tag,
+                                 fi_addr_t src, uint64_t extra_flags)
+{
+	uint64_t flags = FI_RECV | lm_rx_kind(rx) | extra_flags;
+	bool multi = rx->flags & FI_MULTI_RECV;
+	size_t cap = multi ? rx->last_len : rx->total_len;
+	char *base = rx->iov_count ? (char *)rx->iov[0].iov_base : NULL;
+	void *buf = multi && base ? base + rx->last_off : base;
+
+	if (!(flags & FI_REMOTE_CQ_DATA))
+		data = 0;
+	if (!(flags & FI_TAGGED))
+		tag = 0;
+	if (msg_len > cap)
+		return lm_rx_truncated(cq, rx, msg_len, cap, buf, data, tag, src, flags);
+	return lm_cq_write(cq, rx->context, flags, msg_len, buf, data, tag, src);
+}
 /* fi_cancel's FI_ECANCELED error entry for rx. */
 int lm_rx_cancelled(struct lm_cq *cq, struct lm_rx_entry *rx);
 
