@@ -585,26 +585,12 @@ static void on_fin(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 
 /* ---- dispatch --------------------------------------------------------------- */
 
-/* Two link addresses alike?  Inline for the common 16-byte ones (shm,
- * sockaddr_in): it runs for every packet. */
-static inline bool addr_eq(const void *a, const void *b, size_t len)
-{
-	if (len == 16) {
-		uint64_t x[2], y[2];
-
-		memcpy(x, a, 16);
-		memcpy(y, b, 16);
-		return !((x[0] ^ y[0]) | (x[1] ^ y[1]));
-	}
-	return !memcmp(a, b, len);
-}
-
 void lm_rdm_recv_pkt(void *arg, const void *src_addr, const void *hdr,
                      const void *payload, size_t plen)
 {
 	struct lm_rdm_ep *ep = arg;
 	struct lm_rdm_hdr h;
-	struct lm_rdm_peer *peer = ep->last_src;
+	struct lm_rdm_peer *peer;
 
 	memcpy(&h, hdr, sizeof(h));
 	if (h.version != LM_RDM_WIRE_VERSION || h.len != plen || !h.op ||
@@ -614,12 +600,9 @@ void lm_rdm_recv_pkt(void *arg, const void *src_addr, const void *hdr,
 		        h.len, plen);
 		return;
 	}
-	if (!peer || !addr_eq(peer->addr, src_addr, ep->dom->link_ops->addrlen)) {
-		peer = lm_rdm_peer_by_addr(ep, src_addr);
-		if (!peer)
-			return;
-		ep->last_src = peer;
-	}
+	peer = lm_rdm_peer_of_src(ep, src_addr);
+	if (!peer)
+		return;
 	switch (h.op) {
 	case LM_OP_EAGER:
 	case LM_OP_RTS:

@@ -408,6 +408,30 @@ void lm_rdm_ep_disconnected(struct lm_rdm_ep *ep, int err);
 struct lm_rdm_peer *lm_rdm_peer_by_addr(struct lm_rdm_ep *ep, const void *addr);
 /* The same, without making one: NULL for an address never seen. */
 struct lm_rdm_peer *lm_rdm_peer_find(struct lm_rdm_ep *ep, const void *addr);
+/* The peer a packet came from (src_addr, as the link gives it), made on
+ * first contact; NULL without memory.  The last sender is cached and
+ * compared inline: this runs for every packet. */
+static inline struct lm_rdm_peer *lm_rdm_peer_of_src(struct lm_rdm_ep *ep,
+                                                     const void *src_addr)
+{
+	struct lm_rdm_peer *p = ep->last_src;
+	size_t len = ep->dom->link_ops->addrlen;
+
+	if (p && len == 16) { /* shm, sockaddr_in */
+		uint64_t x[2], y[2];
+
+		memcpy(x, p->addr, 16);
+		memcpy(y, src_addr, 16);
+		if (!((x[0] ^ y[0]) | (x[1] ^ y[1])))
+			return p;
+	} else if (p && !memcmp(p->addr, src_addr, len)) {
+		return p;
+	}
+	p = lm_rdm_peer_by_addr(ep, src_addr);
+	if (p)
+		ep->last_src = p;
+	return p;
+}
 fi_addr_t lm_rdm_peer_fiaddr_slow(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer);
 /* peer's fi_addr in the endpoint's AV (FI_ADDR_NOTAVAIL if not in it),
  * cached until an address is removed.  Unknown senders are looked up
