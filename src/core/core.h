@@ -25,17 +25,8 @@
 /* Bind an implementation to a versioned symbol: DEFAULT is what new links
  * use (name@@ver), COMPAT serves binaries built against older headers
  * (name@ver). */
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 10
-/* The attribute form survives link-time optimisation (GCC); a top-level
- * .symver does not. */
-#define LM_SYMVER_DEFAULT(impl, name, ver)                                                 \
-	extern __typeof__(impl) impl __attribute__((symver(#name "@@" #ver)))
-#define LM_SYMVER_COMPAT(impl, name, ver)                                                  \
-	extern __typeof__(impl) impl __attribute__((symver(#name "@" #ver)))
-#else
 #define LM_SYMVER_DEFAULT(impl, name, ver) __asm__(".symver " #impl "," #name "@@" #ver)
 #define LM_SYMVER_COMPAT(impl, name, ver)  __asm__(".symver " #impl "," #name "@" #ver)
-#endif
 
 #define LM_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define LM_MIN(a, b)	 ((a) < (b) ? (a) : (b))
