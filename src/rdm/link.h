@@ -127,6 +127,12 @@ struct lm_link_ops {
 	 * if no packet comes, for an engine that must look again by itself
 	 * (room freed in a full peer, a peer that died).  Cleared by disarm. */
 	void (*wake_after)(struct lm_link *link, int ms);
+	/* Optional: the engine is about to sleep with packets for peer held
+	 * back because send answered -FI_EAGAIN.  0: fd becomes readable
+	 * (while armed) when the peer has room again; -FI_EAGAIN: it has
+	 * room now; another error: it cannot tell (the engine looks again on
+	 * a short timer). */
+	int (*want_room)(struct lm_link *link, struct lm_link_peer *peer);
 
 	/* Optional (NULL or -FI_ENOSYS): copy remote[] of the peer's memory
 	 * into local[].  Returns bytes copied or a negative error; an error

@@ -283,6 +283,20 @@ void lm_rdm_lost(void *arg, const void *src_addr)
 	peer_mark_dead(ep, p);
 }
 
+/* The link had no room for peer: remember it for want_room. */
+static void room_wanted(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer)
+{
+	unsigned i;
+
+	for (i = 0; i < ep->room_count; i++)
+		if (ep->room_peer[i] == peer)
+			return;
+	if (ep->room_count < LM_ARRAY_SIZE(ep->room_peer))
+		ep->room_peer[ep->room_count++] = peer;
+	else
+		ep->room_other = true;
+}
+
 static ssize_t link_send(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
                          const struct lm_rdm_hdr *h, const struct iovec *iov, size_t n)
 {
@@ -293,6 +307,8 @@ static ssize_t link_send(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 	ret = ep->link->ops->send(ep->link, peer->lp, h, iov, n);
 	if (ret == -FI_EIO)
 		peer_mark_dead(ep, peer);
+	else if (ret == -FI_EAGAIN)
+		room_wanted(ep, peer);
 	return ret;
 }
 
@@ -318,6 +334,8 @@ static ssize_t link_send_many(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 	ret = ep->link->ops->send_many(ep->link, peer->lp, pkts, n);
 	if (ret == -FI_EIO)
 		peer_mark_dead(ep, peer);
+	else if (ret == -FI_EAGAIN)
+		room_wanted(ep, peer);
 	return ret;
 }
 
@@ -338,8 +356,10 @@ static ssize_t tx_stream(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
 		size_t n = 0, off = tx->done;
 		ssize_t ret;
 
-		if (!budget)
+		if (!budget) {
+			ep->room_other = true; /* more to send, not for want of room */
 			return -FI_EAGAIN;
+		}
 		do {
 			size_t len = LM_MIN(piece, tx->len - off);
 
@@ -364,8 +384,10 @@ static ssize_t tx_stream(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
 		for (ssize_t i = 0; i < ret; i++)
 			tx->done += h[i].len;
 		budget -= (size_t)ret;
-		if ((size_t)ret < n)
+		if ((size_t)ret < n) {
+			room_wanted(ep, tx->peer);
 			return -FI_EAGAIN;
+		}
 	} while (tx->done < tx->len);
 	return 0;
 }
@@ -741,6 +763,8 @@ void lm_rdm_progress_locked(struct lm_rdm_ep *ep)
 	size_t max = ep->unexp_max;
 	int n;
 
+	ep->room_count = 0;
+	ep->room_other = false;
 	if (!lm_list_empty(&ep->ctl_queue))
 		ctl_queue_flush(ep);
 	if (!lm_list_empty(&ep->tx_queue))
@@ -775,6 +799,20 @@ void lm_rdm_progress_locked(struct lm_rdm_ep *ep)
 		check_peers(ep);
 }
 
+/* About to sleep with packets queued: true when every peer that had no
+ * room will ring when it has (want_room), so only liveness needs a timer. */
+static bool room_asked(struct lm_rdm_ep *ep)
+{
+	unsigned i;
+
+	if (!ep->link->ops->want_room || !ep->room_count || ep->room_other)
+		return false;
+	for (i = 0; i < ep->room_count; i++)
+		if (ep->link->ops->want_room(ep->link, ep->room_peer[i]->lp))
+			return false;
+	return true;
+}
+
 void lm_rdm_progress(struct lm_rdm_ep *ep, bool sleepy)
 {
 	/* The common poll with nothing in flight and nothing arrived. */
@@ -791,12 +829,14 @@ void lm_rdm_progress(struct lm_rdm_ep *ep, bool sleepy)
 			ep->link->ops->arm(ep->link);
 			ep->armed = true;
 			lm_rdm_progress_locked(ep);
-			/* Nobody rings for freed room or for a peer's death:
-			 * look again soon if either is awaited. */
+			/* Nobody rings for a peer's death, nor for freed room
+			 * unless the link can ask: look again soon if either
+			 * is awaited. */
 			if (ep->link->ops->wake_after) {
 				if (!lm_list_empty(&ep->tx_queue) ||
 				    !lm_list_empty(&ep->ctl_queue))
-					ep->link->ops->wake_after(ep->link, ROOM_MS);
+					ep->link->ops->wake_after(
+					    ep->link, room_asked(ep) ? LIVENESS_MS : ROOM_MS);
 				else if (!lm_list_empty(&ep->tx_wait) ||
 				         !lm_list_empty(&ep->rndv_active))
 					ep->link->ops->wake_after(ep->link, LIVENESS_MS);

@@ -371,6 +371,12 @@ struct lm_rdm_ep {
 	uint64_t last_check_ms;
 	struct lm_list revive; /* dead peers to reset at the next check */
 	bool armed;            /* the link's doorbell is armed */
+	/* Peers whose link answered -FI_EAGAIN since progress began, for
+	 * want_room before sleeping; room_other: more peers than fit here,
+	 * or something held back for another reason. */
+	struct lm_rdm_peer *room_peer[4];
+	unsigned room_count;
+	bool room_other;
 	/* Nothing queued, awaited or armed (set by progress under the lock,
 	 * cleared by whatever queues): progress without a packet to read may
 	 * skip the lock. */

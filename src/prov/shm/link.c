@@ -33,8 +33,6 @@ struct shm_wire {
 };
 
 #define WIRE_MAX_HDR 64
-/* Consumed cells handed back at the latest after this many (shm_ring_flush). */
-#define SHM_FLUSH_BATCH 32
 
 struct shm_link {
 	struct lm_link link;
@@ -50,6 +48,7 @@ struct shm_link {
 
 struct lm_link_peer {
 	struct shm_peer *sp;
+	bool want_buf; /* the last send lacked a bounce buffer, not a cell */
 };
 
 static int shm_from_str(const char *node, const char *service, void *addr)
@@ -267,8 +266,10 @@ static ssize_t shm_link_send(struct lm_link *link, struct lm_link_peer *peer,
 		size_t off = 0;
 
 		idx = shm_buf_alloc(peer->sp);
-		if (idx < 0)
+		if (idx < 0) {
+			peer->want_buf = true;
 			return idx == -FI_EAGAIN ? -FI_EAGAIN : -FI_EIO;
+		}
 		dst = shm_buf_peer_ptr(peer->sp, (uint32_t)idx);
 		for (size_t i = 0; i < iov_count; i++) {
 			if (iov[i].iov_len)
@@ -281,6 +282,7 @@ static ssize_t shm_link_send(struct lm_link *link, struct lm_link_peer *peer,
 	if (!c) {
 		if (idx >= 0)
 			shm_buf_put(peer->sp, (uint32_t)idx);
+		peer->want_buf = false;
 		return -FI_EAGAIN;
 	}
 	/* Straight into the cell: wire, packed header, inline payload. */
@@ -308,9 +310,8 @@ static int shm_link_poll(struct lm_link *link, int budget)
 	unsigned char hdr[WIRE_MAX_HDR];
 	int n = 0;
 
-	/* Nothing new: hand back what the last polls consumed. */
 	if (!shm_ring_ready(l->region)) {
-		if (shm_ring_unflushed(l->region))
+		if (shm_ring_flush_due(l->region))
 			shm_ring_flush(l->region);
 		return 0;
 	}
@@ -352,10 +353,7 @@ static int shm_link_poll(struct lm_link *link, int budget)
 		if (payload)
 			shm_buf_free(l->region, w.buf);
 	}
-	if (l->region->map.mask < 2 * SHM_FLUSH_BATCH ||
-	    atomic_load_explicit(&l->region->tail, memory_order_relaxed) -
-	            atomic_load_explicit(&l->region->freed, memory_order_relaxed) >=
-	        SHM_FLUSH_BATCH)
+	if (shm_ring_flush_due(l->region))
 		shm_ring_flush(l->region);
 	return n;
 }
@@ -364,7 +362,7 @@ static bool shm_link_idle(struct lm_link *link)
 {
 	struct shm_link *l = lm_container_of(link, struct shm_link, link);
 
-	return !shm_ring_ready(l->region) && !shm_ring_unflushed(l->region);
+	return !shm_ring_ready(l->region) && !shm_ring_flush_due(l->region);
 }
 
 static void shm_link_timer_stop(struct shm_link *l)
@@ -404,6 +402,13 @@ static void shm_link_wake_after(struct lm_link *link, int ms)
 	    .it_value = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000}};
 
 	timerfd_settime(l->tfd, 0, &t, NULL);
+}
+
+static int shm_link_want_room(struct lm_link *link, struct lm_link_peer *peer)
+{
+	struct shm_link *l = lm_container_of(link, struct shm_link, link);
+
+	return shm_room_want(peer->sp, l->self.pid, l->self.token, peer->want_buf);
 }
 
 static ssize_t shm_link_bulk_read(struct lm_link *link, struct lm_link_peer *peer,
@@ -456,6 +461,7 @@ const struct lm_link_ops shm_link_ops = {
     .arm = shm_link_arm,
     .disarm = shm_link_disarm,
     .wake_after = shm_link_wake_after,
+    .want_room = shm_link_want_room,
     .bulk_read = shm_link_bulk_read,
     .bulk_write = shm_link_bulk_write,
     .peer_alive = shm_link_peer_alive,

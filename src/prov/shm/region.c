@@ -522,6 +522,92 @@ void shm_doorbell_ring(struct shm_peer *p)
 		             (struct sockaddr *)&sa, len);
 }
 
+/* ---- room wanted --------------------------------------------------------- */
+
+static bool room_now(struct shm_peer *p, bool buf)
+{
+	struct shm_map *m = &p->map;
+	uint64_t head;
+
+	if (buf)
+		return (uint32_t)atomic_load_explicit(&m->hdr->buf_free,
+		                                      memory_order_seq_cst) != SHM_BUF_NONE;
+	head = atomic_load_explicit(&m->hdr->ring_head, memory_order_relaxed);
+	p->freed = atomic_load_explicit(&m->hdr->ring_freed, memory_order_seq_cst);
+	return head - p->freed < m->mask + 1;
+}
+
+int shm_room_want(struct shm_peer *p, pid_t pid, uint64_t token, bool buf)
+{
+	struct shm_hdr *h = p->map.hdr;
+	struct shm_waiter *w, *mine = NULL;
+	uint32_t zero;
+	int i;
+
+	/* Already waiting (a slot not rung yet), else a free slot. */
+	for (i = 0; i < SHM_WAITERS && !mine; i++) {
+		w = &h->waiters[i];
+		if (atomic_load_explicit(&w->state, memory_order_acquire) == 2 &&
+		    atomic_load_explicit(&w->pid, memory_order_relaxed) == pid &&
+		    atomic_load_explicit(&w->token, memory_order_relaxed) == token)
+			mine = w;
+	}
+	for (i = 0; i < SHM_WAITERS && !mine; i++) {
+		w = &h->waiters[i];
+		zero = 0;
+		if (atomic_compare_exchange_strong_explicit(&w->state, &zero, 1,
+		                                            memory_order_acquire,
+		                                            memory_order_relaxed)) {
+			atomic_store_explicit(&w->pid, pid, memory_order_relaxed);
+			atomic_store_explicit(&w->token, token, memory_order_relaxed);
+			atomic_store_explicit(&w->state, 2, memory_order_release);
+			mine = w;
+		}
+	}
+	if (!mine)
+		return -FI_EBUSY;
+	atomic_store_explicit(&h->room_wanted, 1, memory_order_seq_cst);
+	return room_now(p, buf) ? -FI_EAGAIN : 0;
+}
+
+void shm_room_ring(struct shm_region *r)
+{
+	struct shm_hdr *h = r->map.hdr;
+	char name[SHM_NAME_MAX];
+	struct sockaddr_un sa;
+	socklen_t len;
+	uint64_t token;
+	uint32_t two;
+	pid_t pid;
+	int i, fd;
+	char b = 0;
+
+	if (!atomic_exchange_explicit(&h->room_wanted, 0, memory_order_acquire))
+		return;
+	fd = shm_bell_tx_fd();
+	for (i = 0; i < SHM_WAITERS; i++) {
+		struct shm_waiter *w = &h->waiters[i];
+
+		if (atomic_load_explicit(&w->state, memory_order_acquire) != 2)
+			continue;
+		pid = atomic_load_explicit(&w->pid, memory_order_relaxed);
+		token = atomic_load_explicit(&w->token, memory_order_relaxed);
+		two = 2;
+		if (!atomic_compare_exchange_strong_explicit(&w->state, &two, 0,
+		                                            memory_order_acq_rel,
+		                                            memory_order_relaxed))
+			continue;
+		/* Whatever a peer wrote there, the datagram can only reach a
+		 * loom doorbell of this user. */
+		if (pid <= 0 || fd < 0)
+			continue;
+		shm_make_name(name, sizeof(name), pid, token);
+		len = shm_bell_addr(&sa, name);
+		(void)sendto(fd, &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&sa,
+		             len);
+	}
+}
+
 int shm_region_fd(const struct shm_region *r)
 {
 	return r->sock;

@@ -76,9 +76,11 @@ void shm_ring_flush(struct shm_region *r)
 {
 	uint64_t t = shm_ring_tail(r);
 
-	/* Release: the cells were read before a producer may write them. */
-	atomic_store_explicit(&r->map.hdr->ring_freed, t, memory_order_release);
+	/* Release: the cells were read before a producer may write them.
+	 * Sequentially consistent: ordered before the look for waiters. */
+	atomic_store_explicit(&r->map.hdr->ring_freed, t, memory_order_seq_cst);
 	atomic_store_explicit(&r->freed, t, memory_order_relaxed);
+	shm_room_offer(r);
 }
 
 void shm_ring_release(struct shm_region *r)
@@ -179,7 +181,7 @@ static int shm_buf_give(struct shm_map *m, uint32_t idx)
 		                      memory_order_relaxed);
 		new = (BUF_TAG(old) + 1) << 32 | idx;
 	} while (!atomic_compare_exchange_weak_explicit(
-	    head, &old, new, memory_order_release, memory_order_relaxed));
+	    head, &old, new, memory_order_seq_cst, memory_order_relaxed));
 	return 0;
 }
 
@@ -209,7 +211,11 @@ const void *shm_buf_ptr(struct shm_region *r, uint32_t idx)
 
 int shm_buf_free(struct shm_region *r, uint32_t idx)
 {
-	return shm_buf_give(&r->map, idx);
+	int ret = shm_buf_give(&r->map, idx);
+
+	if (!ret)
+		shm_room_offer(r);
+	return ret;
 }
 
 size_t shm_buf_size(const struct shm_map *m)

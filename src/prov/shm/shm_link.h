@@ -47,7 +47,7 @@
  */
 
 #define SHM_MAGIC          0x314d48534d4f4f4cULL /* "LOOMSHM1" little-endian */
-#define SHM_LAYOUT_VERSION 3
+#define SHM_LAYOUT_VERSION 4
 #define SHM_CELL_SIZE      256
 #define SHM_CELL_HDR       16
 /* Largest hdr + payload that travels inline in one ring cell. */
@@ -62,8 +62,22 @@
 #define SHM_ADDR_MAX    40
 #define SHM_ADDR_PREFIX "fi_shm://"
 #define SHM_BUF_NONE    0xffffffffu
+/* Producers that may wait at once for room in one region, each rung when
+ * the owner frees some (more wait by looking again on a timer). */
+#define SHM_WAITERS 16
+/* Consumed cells handed back at the latest after this many (shm_ring_flush). */
+#define SHM_FLUSH_BATCH 32
 /* The value of the word at hdr->cma_probe_addr in the owner's memory. */
 #define SHM_CMA_PROBE_WORD 0x21626f7270616d63ULL
+
+/* A producer waiting for room in the region: the owner rings the doorbell
+ * of the region named by (pid, token) when it frees cells or buffers.
+ * state: 0 free, 1 being written by a producer, 2 waiting. */
+struct shm_waiter {
+	_Atomic uint32_t state;
+	_Atomic int32_t pid;
+	_Atomic uint64_t token;
+};
 
 struct shm_hdr {
 	uint64_t magic;
@@ -86,6 +100,8 @@ struct shm_hdr {
 	_Alignas(64) _Atomic uint64_t ring_head; /* producers' next position */
 	_Alignas(64) _Atomic uint64_t ring_freed; /* owner: cells before it are free */
 	_Alignas(64) _Atomic uint64_t buf_free;  /* tag << 32 | first free index */
+	_Alignas(64) _Atomic uint32_t room_wanted; /* a waiter is registered */
+	_Alignas(64) struct shm_waiter waiters[SHM_WAITERS];
 };
 
 /* One ring cell.  seq == pos: free for the producer of position pos;
@@ -239,9 +255,9 @@ ssize_t shm_ring_pop(struct shm_region *r, void *buf);
 const void *shm_ring_peek_slow(struct shm_region *r, size_t *len);
 void shm_ring_release(struct shm_region *r);
 /* Owner: release later.  shm_ring_consume moves past the oldest cell but
- * leaves it in use; shm_ring_flush hands every such cell back (one store to
- * ring_freed, whose cache line a producer then takes back: deferred to a
- * poll that finds nothing, that is off the path of a reply). */
+ * leaves it in use; shm_ring_flush hands every such cell back (one locked
+ * store to ring_freed, whose cache line a producer then takes back, then
+ * shm_room_offer), when shm_ring_flush_due says so. */
 void shm_ring_flush(struct shm_region *r);
 
 /* Inline: they are the receive path of every message. */
@@ -265,10 +281,17 @@ static inline void shm_ring_consume(struct shm_region *r)
 	atomic_store_explicit(&r->tail, shm_ring_tail(r) + 1, memory_order_relaxed);
 }
 
-/* Cells consumed but not yet handed back (a hint without serialisation). */
-static inline bool shm_ring_unflushed(const struct shm_region *r)
+/* Owner: hand the consumed cells back now?  In batches of
+ * SHM_FLUSH_BATCH (producers see a ring that much smaller), and at once
+ * when a producer waits for room.  That flag is read without a fence
+ * here: a polling owner sees it soon, and one about to sleep flushes
+ * with the fence first (shm_link_arm). */
+static inline bool shm_ring_flush_due(const struct shm_region *r)
 {
-	return atomic_load_explicit(&r->freed, memory_order_relaxed) != shm_ring_tail(r);
+	uint64_t n = shm_ring_tail(r) - atomic_load_explicit(&r->freed, memory_order_relaxed);
+
+	return n && (n >= SHM_FLUSH_BATCH || r->map.mask < 2 * SHM_FLUSH_BATCH ||
+	             atomic_load_explicit(&r->map.hdr->room_wanted, memory_order_relaxed));
 }
 
 static inline const void *shm_ring_peek(struct shm_region *r, size_t *len)
@@ -340,6 +363,36 @@ void shm_doorbell_disarm(struct shm_region *r);
 void shm_doorbell_drain(struct shm_region *r);
 /* Producer: wake the owner if it sleeps.  Non-blocking, errors ignored. */
 void shm_doorbell_ring(struct shm_peer *p);
+
+/* ---- room wanted (region.c) -----------------------------------------------
+ * A producer that finds the peer's ring (or its bounce buffers) full and
+ * is about to sleep asks to be rung when the owner frees some:
+ *
+ *   producer (shm_room_want)              owner (shm_room_offer)
+ *   slot: state 0 -> 1, pid, token,       frees cells (ring_freed) or a
+ *     state = 2                             buffer (buf_free), seq_cst
+ *   room_wanted = 1 (seq_cst)             room_wanted? (seq_cst load)
+ *   room now? (seq_cst loads) ->            exchange(room_wanted, 0); each
+ *     -FI_EAGAIN: do not sleep              slot 2 -> 0: one datagram to
+ *                                           the doorbell of (pid, token)
+ *
+ * As for the doorbell, at least one side sees the other: either the
+ * producer finds the room or the owner rings it.  A slot serves one sleep;
+ * the producer asks again before the next. */
+
+/* Producer: register region (pid, token) as waiting for room in p, for a
+ * ring cell or, with buf, a bounce buffer.  0: registered, sleep on the
+ * own doorbell; -FI_EAGAIN: there is room now; -FI_EBUSY: every slot is
+ * taken (look again on a timer). */
+int shm_room_want(struct shm_peer *p, pid_t pid, uint64_t token, bool buf);
+/* Owner, after freeing cells or buffers (with a seq_cst store or RMW):
+ * ring the producers waiting for room. */
+void shm_room_ring(struct shm_region *r);
+static inline void shm_room_offer(struct shm_region *r)
+{
+	if (atomic_load_explicit(&r->map.hdr->room_wanted, memory_order_seq_cst))
+		shm_room_ring(r);
+}
 
 /* ---- cross-memory attach (cma.c) ---------------------------------------- */
 
