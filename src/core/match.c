@@ -208,8 +208,10 @@ struct xfer_attr {
 	}
 
 /* Checks common to tx and rx attributes; flags_free are operation flags
- * every provider honours whatever its template says.  o holds the answer
- * so far and is narrowed only where the hints ask. */
+ * every provider honours as defaults whatever its template says (loom's
+ * providers are all on the RDM engine, which serves the completion levels
+ * on every call).  o holds the answer so far and is narrowed only where
+ * the hints ask. */
 static int match_xfer(const struct fi_info *tmpl, const char *dir,
                       const struct xfer_attr *h, const struct xfer_attr *p,
                       uint64_t info_mode, uint64_t flags_free, struct xfer_attr *o)
@@ -247,7 +249,9 @@ static int match_tx(const struct fi_info *tmpl, const struct fi_info *hints,
 	if (!h)
 		return 0;
 	ret = match_xfer(tmpl, "tx", &hx, &px, hints->mode,
-	                 FI_COMPLETION | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE, &ox);
+	                 FI_COMPLETION | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE |
+	                     FI_DELIVERY_COMPLETE,
+	                 &ox);
 	if (ret)
 		return ret;
 	if (h->inject_size > p->inject_size || h->size > p->size ||

@@ -99,6 +99,11 @@ enum {
 #define LM_HF_RNDV    0x0080 /* WRITE: payload is the initiator's iov list */
 #define LM_HF_SPLIT   0x0100 /* RTS: the sender can write the receiver's memory */
 
+/* ep_attr->mem_tag_format of the engine's endpoints: all 64 tag bits, no
+ * fields (alternating ones and zeros, man fi_endpoint).  Applications
+ * such as Open MPI size their tag layout from it. */
+#define LM_TAG_FORMAT_ALL 0xaaaaaaaaaaaaaaaaULL
+
 struct lm_rdm_hdr {
 	uint8_t version;
 	uint8_t op;

@@ -43,7 +43,7 @@ static struct fi_ep_attr shm_ep = {
     .max_order_raw_size = 0,
     .max_order_war_size = 0,
     .max_order_waw_size = 0,
-    .mem_tag_format = 0,
+    .mem_tag_format = LM_TAG_FORMAT_ALL,
     .tx_ctx_cnt = 1,
     .rx_ctx_cnt = 1,
 };

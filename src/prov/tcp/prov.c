@@ -53,6 +53,7 @@ static const struct fi_ep_attr tcp_msg_ep = {
     .protocol_version = TCP_PROTO_VERSION,
     .max_msg_size = (size_t)1 << 62,
     .msg_prefix_size = 0,
+    .mem_tag_format = LM_TAG_FORMAT_ALL,
     .tx_ctx_cnt = 1,
     .rx_ctx_cnt = 1,
 };
@@ -62,6 +63,7 @@ static const struct fi_ep_attr tcp_ep = {
     .protocol = FI_PROTO_SOCK_TCP,
     .protocol_version = TCP_PROTO_VERSION,
     .max_msg_size = (size_t)1 << 62,
+    .mem_tag_format = LM_TAG_FORMAT_ALL,
     .tx_ctx_cnt = 1,
     .rx_ctx_cnt = 1,
 };
