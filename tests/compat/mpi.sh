@@ -2,8 +2,9 @@
 # Open MPI (Debian's openmpi-bin, built with libfabric) on loom's tcp
 # provider over loopback: two-sided messages through the cm PML and the
 # ofi MTL (2 and 4 ranks), matching (wildcards, probes, matched probes,
-# a synchronous send, a cancelled receive; 4 ranks), and one-sided Put/Accumulate/Get through the
-# rdma OSC on the ofi BTL (2 and 3 ranks).  Each MPI process checks in its
+# a synchronous send, a cancelled receive; 4 ranks), everyone sending to
+# everyone with random sizes (8 ranks), and one-sided Put/Accumulate/Get
+# through the rdma OSC on the ofi BTL (2 and 3 ranks).  Each MPI process checks in its
 # own /proc/self/maps that it runs on loom's library (mpi/loaded.h).
 #
 # Usage: mpi.sh <dir containing loom's libfabric.so.1>
@@ -26,7 +27,7 @@ done
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/loom-mpi.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
-for prog in ring match rma; do
+for prog in ring match exchange rma; do
 	# The sanitizer runtime preloaded for an ASan build of loom is not
 	# wanted while compiling.
 	LD_PRELOAD= mpicc -O2 -Wall -o "$tmp/$prog" "$src/$prog.c"
@@ -61,6 +62,7 @@ run() {
 run "two-sided, 2 ranks" "ring: 2 ranks, 0 errors" 2 "${two_sided[@]}" "$tmp/ring"
 run "two-sided, 4 ranks" "ring: 4 ranks, 0 errors" 4 "${two_sided[@]}" "$tmp/ring"
 run "matching, 4 ranks" "match: 4 ranks, 0 errors" 4 "${two_sided[@]}" "$tmp/match"
+run "all to all, 8 ranks" "exchange: 8 ranks, 0 errors" 8 "${two_sided[@]}" "$tmp/exchange"
 run "one-sided, 2 ranks" "rma: 2 ranks, 0 errors" 2 "${one_sided[@]}" "$tmp/rma"
 run "one-sided, 3 ranks" "rma: 3 ranks, 0 errors" 3 "${one_sided[@]}" "$tmp/rma"
 exit $fail
