@@ -10,6 +10,7 @@
 void lm_lock_init(struct lm_lock *l, bool on)
 {
 	atomic_init(&l->held, false);
+	atomic_init(&l->hand, LM_HAND_NONE);
 	l->on = on;
 }
 
@@ -20,20 +21,48 @@ void lm_lock_fini(struct lm_lock *l)
 
 void lm_lock_wait(struct lm_lock *l)
 {
-	/* Spin first (holders are quick), then give the CPU to the holder,
-	 * which may share it; a long hold (a large bulk copy in progress)
-	 * is waited out in short naps. */
+	bool asked = false;
+
+	/* Spin first (holders are quick), then ask to be handed the lock and
+	 * give the CPU to the holder, which may share it.  Without the asking
+	 * (another waiter asked first), a long hold (a large bulk copy in
+	 * progress) is waited out in short naps; the one that asked only
+	 * yields, so that a handed-over lock never waits for it to wake. */
 	for (unsigned i = 0;; i++) {
 		if (!atomic_load_explicit(&l->held, memory_order_relaxed) &&
-		    !atomic_exchange_explicit(&l->held, true, memory_order_acquire))
+		    !atomic_exchange_explicit(&l->held, true, memory_order_acquire)) {
+			/* Taken the usual way: no holder saw the request (one
+			 * that does gives the lock instead of releasing it). */
+			if (asked)
+				atomic_store_explicit(&l->hand, LM_HAND_NONE,
+				                      memory_order_relaxed);
 			return;
+		}
+		if (asked && atomic_load_explicit(&l->hand, memory_order_acquire) ==
+		                 LM_HAND_GIVEN) {
+			atomic_store_explicit(&l->hand, LM_HAND_NONE, memory_order_relaxed);
+			return;
+		}
+		if (i >= 128 && !asked) {
+			uint8_t none = LM_HAND_NONE;
+
+			asked = atomic_compare_exchange_strong_explicit(
+			    &l->hand, &none, LM_HAND_ASKED, memory_order_relaxed,
+			    memory_order_relaxed);
+		}
 		if (i < 128)
 			lm_cpu_relax();
-		else if (i < 256)
+		else if (i < 256 || asked)
 			sched_yield();
 		else
 			nanosleep(&(struct timespec){.tv_nsec = 20000}, NULL);
 	}
+}
+
+void lm_lock_handoff(struct lm_lock *l)
+{
+	/* held stays set: the lock passes straight to the waiter that asked. */
+	atomic_store_explicit(&l->hand, LM_HAND_GIVEN, memory_order_release);
 }
 
 uint64_t lm_now_ms(void)

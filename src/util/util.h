@@ -38,12 +38,23 @@
 struct lm_lock {
 	atomic_bool held;
 	bool on;
+	/* One waiter that has waited long may ask to be handed the lock at
+	 * the next release: hand goes LM_HAND_NONE -> ASKED (the waiter) ->
+	 * GIVEN (the releasing holder, which leaves held set) -> NONE (the
+	 * waiter, now holder).  Nobody else can ask meanwhile, so the grant
+	 * is the asker's alone; and a thread taking the lock again and again
+	 * cannot keep it out. */
+	_Atomic uint8_t hand;
 };
+
+enum { LM_HAND_NONE, LM_HAND_ASKED, LM_HAND_GIVEN };
 
 void lm_lock_init(struct lm_lock *l, bool on);
 void lm_lock_fini(struct lm_lock *l);
 /* The contended half of lm_lock_acquire. */
 void lm_lock_wait(struct lm_lock *l);
+/* The half of lm_lock_release that hands the lock to a waiter. */
+void lm_lock_handoff(struct lm_lock *l);
 
 static inline void lm_cpu_relax(void)
 {
@@ -59,7 +70,11 @@ static inline void lm_cpu_relax(void)
  * its bookkeeping; the data path takes several per message under
  * FI_THREAD_SAFE.  Holders never sleep under it, and most keep it for a
  * few hundred instructions; a waiter that spins too long (behind a large
- * bulk copy, say) yields, then naps (lm_lock_wait). */
+ * bulk copy, say) yields, then naps (lm_lock_wait).  A test-and-set lock
+ * favours the thread that just released it: one polling for progress in
+ * a loop kept a thread that wanted to post a receive out for
+ * milliseconds (Open MPI with threads), so a waiter that has spun a while
+ * asks to be handed the lock at the next release (hand). */
 static inline void lm_lock_acquire(struct lm_lock *l)
 {
 	if (l->on && atomic_exchange_explicit(&l->held, true, memory_order_acquire))
@@ -75,7 +90,11 @@ static inline bool lm_lock_try(struct lm_lock *l)
 
 static inline void lm_lock_release(struct lm_lock *l)
 {
-	if (l->on)
+	if (!l->on)
+		return;
+	if (atomic_load_explicit(&l->hand, memory_order_relaxed) == LM_HAND_ASKED)
+		lm_lock_handoff(l);
+	else
 		atomic_store_explicit(&l->held, false, memory_order_release);
 }
 
