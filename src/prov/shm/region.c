@@ -313,7 +313,11 @@ int shm_region_create(const struct shm_region_attr *attr, struct shm_region **ou
 	shm_make_name(r->name, sizeof(r->name), r->pid, token);
 	shm_addr_format(r->addr, sizeof(r->addr), r->pid, token);
 
-	ring_off = align_up(sizeof(struct shm_hdr), 64);
+	/* Cells start at 64 mod 128: a cell's first line (its sequence word,
+	 * which the owner polls) is not in the same 128-byte pair as its
+	 * second, which the hardware's adjacent-line prefetcher would then
+	 * fetch with it while the producer is about to write it. */
+	ring_off = align_up(sizeof(struct shm_hdr), 128) + 64;
 	meta_off = ring_off + (uint64_t)cells * SHM_CELL_SIZE;
 	buf_off =
 	    align_up(meta_off + (uint64_t)count * sizeof(struct shm_buf_meta), 4096);
