@@ -40,8 +40,11 @@ export OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_btl_tcp_if_include=lo
 export FI_TCP_IFACE=lo LOOM_EXPECT_DIR=$loom_dir
 common=(--oversubscribe -x LD_LIBRARY_PATH="$loom_dir" -x LOOM_EXPECT_DIR -x FI_TCP_IFACE)
 [ -n "${LD_PRELOAD:-}" ] && common+=(-x LD_PRELOAD -x ASAN_OPTIONS)
-two_sided=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include tcp)
-one_sided=("${two_sided[@]}" --mca btl ofi,self --mca btl_ofi_provider_include tcp
+# No shared-memory BTL: nothing but loom carries data, and no segments are
+# left in /dev/shm.
+mtl=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include tcp)
+two_sided=("${mtl[@]}" --mca btl self)
+one_sided=("${mtl[@]}" --mca btl ofi,self --mca btl_ofi_provider_include tcp
 	--mca osc rdma)
 
 fail=0
