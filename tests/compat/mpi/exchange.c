@@ -18,7 +18,7 @@ static unsigned char byte_of(int i, int from, int to, int round)
 
 int main(int argc, char **argv)
 {
-	int rank, n, bad = 0, total = 0;
+	int rank, n, bad = 0;
 
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -69,10 +69,5 @@ int main(int argc, char **argv)
 				bad++;
 		}
 	}
-	bad += loom_loaded_check(rank);
-	MPI_Reduce(&bad, &total, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-	if (rank == 0)
-		printf("exchange: %d ranks, %d errors\n", n, total);
-	MPI_Finalize();
-	return total != 0;
+	return loom_mpi_finish("exchange", bad);
 }

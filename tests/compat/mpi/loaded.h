@@ -1,10 +1,12 @@
 /* loaded.h - which libfabric this MPI process runs on: the directory of the
  * libfabric.so in /proc/self/maps must be $LOOM_EXPECT_DIR, so a silent
- * fallback to another library fails the test. */
+ * fallback to another library fails the test; and the common end of the
+ * test programs (loom_mpi_finish). */
 #ifndef LOOM_MPI_LOADED_H
 #define LOOM_MPI_LOADED_H
 
 #include <limits.h>
+#include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +43,23 @@ static int loom_loaded_check(int rank)
 		return 1;
 	}
 	return 0;
+}
+
+/* The end of every test program: this rank's errors plus the library
+ * check, summed at rank 0, which prints "<name>: N ranks, E errors";
+ * MPI_Finalize; the exit status, 0 only when no rank saw an error. */
+static int loom_mpi_finish(const char *name, int bad)
+{
+	int rank, size, total = 0;
+
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	bad += loom_loaded_check(rank);
+	MPI_Reduce(&bad, &total, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+	if (rank == 0)
+		printf("%s: %d ranks, %d errors\n", name, size, total);
+	MPI_Finalize();
+	return total != 0;
 }
 
 #endif

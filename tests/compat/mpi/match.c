@@ -26,7 +26,7 @@ static int bad;
 
 int main(int argc, char **argv)
 {
-	int rank, size, total = 0, seen[64] = {0};
+	int rank, size, seen[64] = {0};
 
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -102,10 +102,5 @@ int main(int argc, char **argv)
 			EXPECT(st.MPI_SOURCE == msg[0] && msg[1] == -1);
 		}
 	}
-	bad += loom_loaded_check(rank);
-	MPI_Reduce(&bad, &total, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-	if (rank == 0)
-		printf("match: %d ranks, %d errors\n", size, total);
-	MPI_Finalize();
-	return total != 0;
+	return loom_mpi_finish("match", bad);
 }

@@ -12,7 +12,7 @@
 int main(int argc, char **argv)
 {
 	static const size_t sizes[] = {1, 64, 4096, 65536, 1 << 20, 8 << 20};
-	int rank, size, bad = 0, total = 0;
+	int rank, size, bad = 0;
 	long v, sum = 0;
 
 	MPI_Init(&argc, &argv);
@@ -41,10 +41,5 @@ int main(int argc, char **argv)
 	MPI_Allreduce(&v, &sum, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
 	if (sum != (long)size * (size + 1) / 2)
 		bad++;
-	bad += loom_loaded_check(rank);
-	MPI_Reduce(&bad, &total, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-	if (rank == 0)
-		printf("ring: %d ranks, %d errors\n", size, total);
-	MPI_Finalize();
-	return total != 0;
+	return loom_mpi_finish("ring", bad);
 }

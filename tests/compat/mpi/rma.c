@@ -14,7 +14,7 @@
 
 int main(int argc, char **argv)
 {
-	int rank, size, bad = 0, total = 0, to, from;
+	int rank, size, bad = 0, to, from;
 	long *base, *src, one = 1, got = -1;
 	MPI_Win win;
 
@@ -53,12 +53,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "rank %d: got %ld\n", rank, got);
 		bad++;
 	}
-	bad += loom_loaded_check(rank);
-	MPI_Reduce(&bad, &total, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-	if (rank == 0)
-		printf("rma: %d ranks, %d errors\n", size, total);
 	free(src);
 	MPI_Win_free(&win);
-	MPI_Finalize();
-	return total != 0;
+	return loom_mpi_finish("rma", bad);
 }
