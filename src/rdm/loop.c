@@ -207,7 +207,8 @@ static ssize_t loop_send(struct lm_link *link, struct lm_link_peer *peer, const 
 	pkt->len = len;
 	memcpy(pkt->hdr, hdr, src->hdr_size);
 	for (size_t i = 0; i < iov_count; i++) {
-		memcpy(pkt->payload + off, iov[i].iov_base, iov[i].iov_len);
+		if (iov[i].iov_len) /* its base may be NULL */
+			memcpy(pkt->payload + off, iov[i].iov_base, iov[i].iov_len);
 		off += iov[i].iov_len;
 	}
 	lm_list_push_back(&dst->queue, &pkt->node);

@@ -368,7 +368,8 @@ bool lm_rdm_rndv_write(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 	r->hflags = h->flags;
 	r->data = h->data;
 	r->key = h->key;
-	memcpy(r->iov, iov, iov_count * sizeof(*iov));
+	if (iov_count) /* iov may be NULL then */
+		memcpy(r->iov, iov, iov_count * sizeof(*iov));
 	r->iov_count = iov_count;
 	r->cap = h->size;
 	r->start_ms = lm_now_ms();

@@ -67,7 +67,8 @@ void lm_rdm_tx_set_iov(struct lm_rdm_tx *tx, const struct iovec *iov, size_t cou
 		tx->iov[0].iov_len = len;
 		tx->iov_count = 1;
 	} else {
-		memcpy(tx->iov, iov, count * sizeof(*iov));
+		if (count) /* iov may be NULL then */
+			memcpy(tx->iov, iov, count * sizeof(*iov));
 		tx->iov_count = count;
 	}
 }

@@ -164,7 +164,8 @@ static void on_read_req(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 	tx->state = LM_TX_STREAM;
 	tx->cq_flags = 0;
 	tx->context = NULL;
-	memcpy(tx->iov, iov, n * sizeof(*iov));
+	if (n) /* iov may be NULL then */
+		memcpy(tx->iov, iov, n * sizeof(*iov));
 	tx->iov_count = n;
 	tx->len = h->size;
 	memset(&tx->hdr, 0, sizeof(tx->hdr));

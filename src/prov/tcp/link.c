@@ -697,7 +697,8 @@ static int loop_send(struct tcp_link *l, const void *hdr, const struct iovec *io
 	k->len = len;
 	memcpy(k->data, hdr, l->hdr_size);
 	for (size_t i = 0; i < iov_count; i++) {
-		memcpy(k->data + off, iov[i].iov_base, iov[i].iov_len);
+		if (iov[i].iov_len) /* its base may be NULL */
+			memcpy(k->data + off, iov[i].iov_base, iov[i].iov_len);
 		off += iov[i].iov_len;
 	}
 	if (lm_list_empty(&l->loop)) {
@@ -858,7 +859,8 @@ static ssize_t send_pkts(struct tcp_link *l, struct lm_link_peer *p,
 		v[nv++].iov_len = sizeof(f[k]);
 		v[nv].iov_base = (void *)pkts[k].hdr;
 		v[nv++].iov_len = l->hdr_size;
-		memcpy(v + nv, pkts[k].iov, pkts[k].iov_count * sizeof(*v));
+		if (pkts[k].iov_count) /* an empty payload's iov may be NULL */
+			memcpy(v + nv, pkts[k].iov, pkts[k].iov_count * sizeof(*v));
 		nv += pkts[k].iov_count;
 		size[k] = sizeof(f[k]) + l->hdr_size + len;
 		total += size[k];
