@@ -508,22 +508,27 @@ static int shm_bell_tx_fd(void)
 	return fd;
 }
 
-void shm_doorbell_ring(struct shm_peer *p)
+/* One byte to the doorbell of the region called name.  Non-blocking,
+ * errors ignored (an owner gone has nobody to wake). */
+static void shm_bell_send(const char *name)
 {
 	struct sockaddr_un sa;
-	socklen_t len;
-	int fd;
+	socklen_t len = shm_bell_addr(&sa, name);
+	int fd = shm_bell_tx_fd();
 	char b = 0;
 
+	if (fd >= 0)
+		(void)sendto(fd, &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL,
+		             (struct sockaddr *)&sa, len);
+}
+
+void shm_doorbell_ring(struct shm_peer *p)
+{
 	atomic_thread_fence(memory_order_seq_cst);
 	if (!atomic_load_explicit(&p->map.hdr->sleeping, memory_order_relaxed) ||
 	    !atomic_exchange_explicit(&p->map.hdr->sleeping, 0, memory_order_relaxed))
 		return;
-	len = shm_bell_addr(&sa, p->name);
-	fd = shm_bell_tx_fd();
-	if (fd >= 0)
-		(void)sendto(fd, &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL,
-		             (struct sockaddr *)&sa, len);
+	shm_bell_send(p->name);
 }
 
 /* ---- room wanted --------------------------------------------------------- */
@@ -578,17 +583,13 @@ void shm_room_ring(struct shm_region *r)
 {
 	struct shm_hdr *h = r->map.hdr;
 	char name[SHM_NAME_MAX];
-	struct sockaddr_un sa;
-	socklen_t len;
 	uint64_t token;
 	uint32_t two;
 	pid_t pid;
-	int i, fd;
-	char b = 0;
+	int i;
 
 	if (!atomic_exchange_explicit(&h->room_wanted, 0, memory_order_acquire))
 		return;
-	fd = shm_bell_tx_fd();
 	for (i = 0; i < SHM_WAITERS; i++) {
 		struct shm_waiter *w = &h->waiters[i];
 
@@ -603,12 +604,10 @@ void shm_room_ring(struct shm_region *r)
 			continue;
 		/* Whatever a peer wrote there, the datagram can only reach a
 		 * loom doorbell of this user. */
-		if (pid <= 0 || fd < 0)
+		if (pid <= 0)
 			continue;
 		shm_make_name(name, sizeof(name), pid, token);
-		len = shm_bell_addr(&sa, name);
-		(void)sendto(fd, &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&sa,
-		             len);
+		shm_bell_send(name);
 	}
 }
 
