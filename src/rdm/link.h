@@ -63,6 +63,7 @@ struct lm_link_pkt {
 /* Capabilities a link reports after open. */
 #define LM_LINK_BULK_READ  (1u << 0) /* bulk_read copies from peer memory */
 #define LM_LINK_BULK_WRITE (1u << 1) /* bulk_write copies into peer memory */
+#define LM_LINK_EARLY      (1u << 2) /* an RTS may carry the message's first piece */
 
 /* The common head of every link instance (one per endpoint); the link's
  * own state follows it. */

@@ -221,6 +221,7 @@ static void rndv_setup(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r, struct lm_rd
 	r->pushing = false;
 	r->placing = false;
 	r->eager = false;
+	r->early = false;
 	r->rx = rx;
 	r->peer = peer;
 	r->src = src;
@@ -241,14 +242,19 @@ static void rndv_setup(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r, struct lm_rd
 		multi_after(ep, rx, released, queued); /* rndv_finish announces it */
 }
 
-/* A matched RTS: read the sender's buffer in one copy when the link can,
- * else ask for the data with CTS. */
-/* r by packets: the sender streams DATA once it has our CTS. */
-static void rndv_cts(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r)
+/* r by packets: the sender streams DATA from off on once it has our CTS
+ * (the bytes before off came with the RTS). */
+static void rndv_cts(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r, size_t off)
 {
+	struct lm_rdm_hdr h = {.version = LM_RDM_WIRE_VERSION,
+	                       .op = LM_OP_CTS,
+	                       .sreq = r->sreq,
+	                       .rreq = rndv_handle(ep, r),
+	                       .addr = off};
+
 	lm_list_push_back(&ep->rndv_active, &r->node);
 	lm_rdm_busy(ep);
-	send_answer(ep, r->peer, LM_OP_CTS, r->sreq, rndv_handle(ep, r));
+	lm_rdm_ctl_send(ep, r->peer, &h, NULL, 0);
 }
 
 /* r (set up: iov, cap, peer, sreq) by cross-memory copy from the sender's
@@ -312,13 +318,19 @@ static void rndv_bulk(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r,
 		r->got = 0;
 		return;
 	}
-	rndv_cts(ep, r);
+	rndv_cts(ep, r, 0);
 }
 
+static void rndv_account(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r, size_t plen);
+
+/* A matched RTS: read the sender's buffer in one copy when the link can,
+ * else ask for the data with CTS.  early: the message's first bytes, come
+ * with the RTS (LM_HF_EARLY), or NULL. */
 static void rndv_start(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx,
                        struct lm_rdm_peer *peer, fi_addr_t src,
                        const struct lm_rdm_rts *rts, uint64_t size, uint64_t tag,
-                       uint64_t data, uint16_t hflags, uint64_t sreq, bool queued)
+                       uint64_t data, uint16_t hflags, uint64_t sreq, bool queued,
+                       const void *early, size_t early_len)
 {
 	struct lm_rdm_rndv *r;
 
@@ -343,12 +355,22 @@ static void rndv_start(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx,
 		return;
 	}
 	rndv_setup(ep, r, rx, peer, src, size, tag, data, hflags, sreq, queued);
+	if (early) {
+		lm_copy_to_iov(r->iov, r->iov_count, 0, early, LM_MIN(early_len, r->cap));
+		if (early_len >= size) {
+			rndv_account(ep, r, early_len); /* all of it: FIN */
+			return;
+		}
+		r->got = early_len;
+		rndv_cts(ep, r, early_len);
+		return;
+	}
 	if ((hflags & LM_HF_BULK) && ep->bulk && !peer->bulk_broken &&
 	    ep->link->ops->bulk_read && rts->iov_count <= LM_IOV_LIMIT) {
 		rndv_bulk(ep, r, rts, hflags);
 		return;
 	}
-	rndv_cts(ep, r);
+	rndv_cts(ep, r, 0);
 }
 
 bool lm_rdm_rndv_write(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
@@ -376,7 +398,7 @@ bool lm_rdm_rndv_write(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 	if (rts)
 		rndv_bulk(ep, r, rts, h->flags);
 	else
-		rndv_cts(ep, r);
+		rndv_cts(ep, r, 0);
 	return true;
 }
 
@@ -470,6 +492,57 @@ static size_t eager_place(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 	return lm_rdm_iov_slice(r->iov, r->iov_count, 0, plen, iov);
 }
 
+/* The header of an RTS that carries the message's first piece
+ * (LM_HF_EARLY), the rest of its payload still coming: match it now, and
+ * if a posted receive takes it, ask for the rest at once (the handshake
+ * then overlaps the piece's transfer) and have the link read the iov list
+ * and the piece into place.  r holds peer->eager until the RTS is in
+ * (lm_rdm_placed; lm_rdm_msg_recv when the piece does not fit whole). */
+static size_t early_place(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
+                          const struct lm_rdm_hdr *h, size_t plen, struct iovec *iov)
+{
+	struct lm_match *m = h->flags & LM_HF_TAGGED ? &ep->tagged : &ep->msg;
+	struct iovec piece[LM_IOV_LIMIT];
+	struct lm_rdm_rndv *r;
+	struct lm_rx_entry *e;
+	fi_addr_t src;
+	size_t early, n;
+
+	if (!peer || peer->dead || peer->eager || h->addr > plen ||
+	    h->addr > sizeof(r->remote) || plen - h->addr > h->size)
+		return 0;
+	early = plen - h->addr;
+	r = rndv_alloc(ep);
+	if (!r)
+		return 0;
+	src = lm_rdm_peer_fiaddr(ep, peer);
+	e = lm_match_arrival(m, src, h->tag);
+	if (!e) {
+		rndv_free(r); /* unexpected: the piece is dropped, CTS from 0 later */
+		return 0;
+	}
+	rndv_setup(ep, r, lm_container_of(e, struct lm_rdm_rx, e), peer, src, h->size,
+	           h->tag, h->data, h->flags, h->sreq, e->flags & FI_MULTI_RECV);
+	r->eager = r->early = true;
+	peer->eager = r;
+	if (early < h->size) {
+		rndv_cts(ep, r, early);
+	} else {
+		lm_list_push_back(&ep->rndv_active, &r->node); /* fails with the peer */
+		lm_rdm_busy(ep);
+	}
+	if (peer->dead || r->cap < early)
+		return 0; /* truncated: lm_rdm_msg_recv copies what fits */
+	n = lm_rdm_iov_slice(r->iov, r->iov_count, 0, early, piece);
+	if (n + 1 > LM_IOV_LIMIT)
+		return 0;
+	iov[0].iov_base = &r->remote; /* the list: unused without bulk copies */
+	iov[0].iov_len = h->addr;
+	memcpy(iov + 1, piece, n * sizeof(*piece));
+	r->placing = true;
+	return n + 1;
+}
+
 size_t lm_rdm_place(void *arg, const void *src_addr, const void *hdr, size_t plen,
                     struct iovec *iov)
 {
@@ -483,6 +556,8 @@ size_t lm_rdm_place(void *arg, const void *src_addr, const void *hdr, size_t ple
 		return 0;
 	if (h.op == LM_OP_EAGER)
 		return eager_place(ep, lm_rdm_peer_of_src(ep, src_addr), &h, plen, iov);
+	if (h.op == LM_OP_RTS && (h.flags & LM_HF_EARLY))
+		return early_place(ep, lm_rdm_peer_of_src(ep, src_addr), &h, plen, iov);
 	if (h.op != LM_OP_DATA)
 		return 0;
 	r = rndv_of_data(ep, lm_rdm_peer_of_src(ep, src_addr), &h, plen);
@@ -505,9 +580,18 @@ void lm_rdm_placed(void *arg, const void *src_addr, const void *hdr, size_t plen
 	uint32_t slot;
 
 	memcpy(&h, hdr, sizeof(h));
+	if (h.op == LM_OP_RTS) {
+		r = peer ? peer->eager : NULL;
+		if (r && r->early && r->placing && r->sreq == h.sreq) {
+			r->placing = r->eager = r->early = false;
+			peer->eager = NULL;
+			rndv_account(ep, r, plen - h.addr);
+		}
+		return;
+	}
 	if (h.op == LM_OP_EAGER) {
 		r = peer ? peer->eager : NULL;
-		if (r && r->placing) {
+		if (r && r->placing && !r->early) {
 			r->placing = false;
 			eager_done(ep, r);
 		}
@@ -607,7 +691,8 @@ void lm_rdm_on_pushed(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 	}
 	/* Our own read was refused: the whole message by packets. */
 	r->got = 0;
-	send_answer(ep, r->peer, LM_OP_CTS, r->sreq, rndv_handle(ep, r));
+	lm_list_remove(&r->node); /* rndv_cts puts it back */
+	rndv_cts(ep, r, 0);
 }
 
 /* ---- arrivals ------------------------------------------------------------- */
@@ -621,14 +706,34 @@ void lm_rdm_msg_recv(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 	struct lm_rx_entry *e;
 	struct lm_rdm_unexp *x;
 	struct lm_rdm_rts rts;
+	const unsigned char *early = NULL;
+	size_t early_len = 0;
 
 	if (h->op == LM_OP_RTS) {
-		if (lm_rdm_rts_parse(&rts, payload, plen))
+		size_t rlen = h->flags & LM_HF_EARLY ? h->addr : plen;
+		struct lm_rdm_rndv *r = peer->eager;
+
+		if (rlen > plen || lm_rdm_rts_parse(&rts, payload, rlen) ||
+		    plen - rlen > h->size)
 			return;
+		if (h->flags & LM_HF_EARLY) {
+			early = (const unsigned char *)payload + rlen;
+			early_len = plen - rlen;
+		}
+		if (r && r->early && r->sreq == h->sreq) {
+			/* Matched when its header came (lm_rdm_place), its
+			 * first piece not placed: what fits. */
+			lm_copy_to_iov(r->iov, r->iov_count, 0, early,
+			               LM_MIN(early_len, r->cap));
+			r->eager = r->early = false;
+			peer->eager = NULL;
+			rndv_account(ep, r, early_len);
+			return;
+		}
 	} else if (plen != h->size) {
 		lm_rdm_credit_owe(ep, peer, plen); /* dropped */
 		return;
-	} else if (peer->eager) {
+	} else if (peer->eager && !peer->eager->early) {
 		/* Matched when its header came (lm_rdm_place), too big to
 		 * place whole: what fits, the rest dropped (truncation). */
 		struct lm_rdm_rndv *r = peer->eager;
@@ -644,7 +749,7 @@ void lm_rdm_msg_recv(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 
 		if (h->op == LM_OP_RTS) {
 			rndv_start(ep, rx, peer, src, &rts, h->size, h->tag, h->data,
-			           h->flags, h->sreq, queued);
+			           h->flags, h->sreq, queued, early, early_len);
 			return;
 		}
 		deliver_eager(ep, rx, src, plen, h->tag, h->data, h->flags, payload,
@@ -700,7 +805,7 @@ static void deliver_unexp(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx,
 {
 	if (x->rndv) {
 		rndv_start(ep, rx, x->peer, x->u.src, &x->rts, x->u.len, x->u.tag,
-		           x->u.data, x->hflags, x->sreq, queued);
+		           x->u.data, x->hflags, x->sreq, queued, NULL, 0);
 		lm_rdm_unexp_free(ep, x);
 		return;
 	}
@@ -1042,6 +1147,12 @@ static ssize_t do_send(struct lm_rdm_ep *ep, const struct iovec *iov, size_t cou
 		h.op = LM_OP_RTS;
 		if (ep->bulk)
 			h.flags |= LM_HF_BULK;
+		/* The first piece with the RTS hides the handshake when
+		 * nothing else is under way to peer; behind other requests
+		 * the handshake is hidden anyway, and the piece would go as
+		 * a packet of its own where the stream batches them. */
+		else if ((ep->link->caps & LM_LINK_EARLY) && lm_rdm_peer_quiet(ep, peer))
+			h.flags |= LM_HF_EARLY;
 		if (ep->bulk && len >= LM_SPLIT_MIN && !peer->bulk_broken &&
 		    (ep->link->caps & LM_LINK_BULK_WRITE))
 			h.flags |= LM_HF_SPLIT;

@@ -393,11 +393,28 @@ static ssize_t tx_stream(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
 	return 0;
 }
 
+/* The first piece of tx's message, to go with its RTS (LM_HF_EARLY) after
+ * the list of rts_len bytes: as much as the packet holds, in at most
+ * LM_IOV_LIMIT - 1 pieces of iov.  Returns the pieces. */
+static size_t rts_early(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx, size_t rts_len,
+                        struct iovec *iov)
+{
+	struct iovec piece[LM_IOV_LIMIT];
+	size_t n = lm_rdm_iov_slice(tx->iov, tx->iov_count, 0,
+	                            LM_MIN(tx->len, ep->link->max_payload - rts_len), piece);
+
+	if (n > LM_IOV_LIMIT - 1)
+		n = LM_IOV_LIMIT - 1;
+	memcpy(iov, piece, n * sizeof(*iov));
+	tx->hdr.addr = rts_len;
+	return n;
+}
+
 /* Push tx's packets.  0: everything handed to the link (the request then
  * waits for its answer or is complete). */
 static ssize_t tx_push(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
 {
-	struct iovec iov[1];
+	struct iovec iov[LM_IOV_LIMIT];
 
 	switch (tx->state == LM_TX_STREAM ? LM_OP_DATA : tx->op) {
 	case LM_OP_DATA:
@@ -406,12 +423,15 @@ static ssize_t tx_push(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
 	case LM_OP_RTS:
 	case LM_OP_READ_REQ: {
 		struct lm_rdm_rts rts;
+		size_t n = 1;
 
 		lm_rdm_rts_from_iov(&rts, tx->iov, tx->iov_count);
 		iov[0].iov_base = &rts;
 		iov[0].iov_len = lm_rdm_rts_len(&rts);
-		tx->hdr.len = (uint32_t)iov[0].iov_len;
-		return link_send(ep, tx->peer, &tx->hdr, iov, 1);
+		if (tx->op == LM_OP_RTS && (tx->hdr.flags & LM_HF_EARLY))
+			n += rts_early(ep, tx, iov[0].iov_len, iov + 1);
+		tx->hdr.len = (uint32_t)lm_iov_len(iov, n);
+		return link_send(ep, tx->peer, &tx->hdr, iov, n);
 	}
 	default:
 		return link_send(ep, tx->peer, &tx->hdr, tx->iov, tx->iov_count);
@@ -432,6 +452,19 @@ static void tx_sent(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
 	tx->start_ms = lm_now_ms();
 	lm_list_push_back(&ep->tx_wait, &tx->node);
 	lm_rdm_busy(ep);
+}
+
+bool lm_rdm_peer_quiet(struct lm_rdm_ep *ep, const struct lm_rdm_peer *peer)
+{
+	struct lm_list *lists[] = {&ep->tx_wait, &ep->tx_queue}, *it;
+
+	for (size_t i = 0; i < 2; i++)
+		lm_list_foreach(lists[i], it)
+		{
+			if (lm_container_of(it, struct lm_rdm_tx, node)->peer == peer)
+				return false;
+		}
+	return true;
 }
 
 /* A fenced request waits while an earlier one to the same peer is
@@ -584,7 +617,9 @@ static void on_cts(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 		return;
 	lm_list_remove(&tx->node);
 	tx->state = LM_TX_STREAM;
-	tx->done = 0;
+	/* From where the receiver asks: what came with the RTS is in. */
+	tx->done = h->addr < tx->len ? h->addr : 0;
+	tx->hdr.flags &= (uint16_t)~LM_HF_EARLY;
 	tx->hdr.op = LM_OP_DATA;
 	tx->hdr.rreq = h->rreq;
 	tx->op = LM_OP_DATA;

@@ -64,8 +64,15 @@
  * bytes) once they add up to LM_CREDIT_RETURN.  So what one peer makes a
  * receiver hold for unexpected messages is bounded, and a receiver need
  * never stop reading a link because of conforming peers (what stopped
- * reading could hide the rendezvous data a posted receive waits for). */
-#define LM_RDM_WIRE_VERSION 4
+ * reading could hide the rendezvous data a posted receive waits for).
+ * Version 5: on links that read byte streams (LM_LINK_EARLY) an RTS may
+ * carry the message's first bytes after its iov list (LM_HF_EARLY, addr =
+ * the list's length).  A receiver that matches the RTS when its header
+ * comes keeps them and answers at once with CTS from their end (CTS addr
+ * = the offset the DATA stream starts at), or FIN when they are the whole
+ * message; one that cannot drops them and later asks from 0.  They are
+ * never buffered, so they take no eager credit. */
+#define LM_RDM_WIRE_VERSION 5
 #define LM_EAGER_CREDIT     ((size_t)1 << 20)
 #define LM_CREDIT_RETURN    (LM_EAGER_CREDIT / 4)
 
@@ -98,6 +105,8 @@ enum {
 #define LM_HF_COMPARE 0x0040 /* ATOMIC: payload holds compare values after operands */
 #define LM_HF_RNDV    0x0080 /* WRITE: payload is the initiator's iov list */
 #define LM_HF_SPLIT   0x0100 /* RTS: the sender can write the receiver's memory */
+#define LM_HF_EARLY   0x0200 /* RTS: the payload's first addr bytes are the iov
+                              * list, the message's first bytes follow */
 
 /* ep_attr->mem_tag_format of the engine's endpoints: all 64 tag bits, no
  * fields (alternating ones and zeros, man fi_endpoint).  Applications
@@ -264,6 +273,7 @@ struct lm_rdm_rndv {
 	bool pushing; /* split: waiting for the sender's PUSHED */
 	bool placing; /* a link is reading a DATA payload into iov */
 	bool eager;   /* an eager message (peer->eager), not a rendezvous */
+	bool early;   /* with eager: an RTS whose first piece is still coming */
 	struct lm_rdm_rts remote; /* split: the sender's buffer, for fallback */
 };
 
@@ -475,6 +485,9 @@ static inline struct lm_rdm_ep *lm_rdm_ep_of(struct fid_ep *fid)
 {
 	return lm_rdm_ctx_of(fid)->ep;
 }
+
+/* No request of ours to peer is queued or waiting for its answer. */
+bool lm_rdm_peer_quiet(struct lm_rdm_ep *ep, const struct lm_rdm_peer *peer);
 
 /* progress.c */
 /* Something now waits in one of ep's lists: progress must look. */

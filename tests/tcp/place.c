@@ -9,7 +9,8 @@
  * port (bound, never listening: A has no reason to connect there, and the
  * port is in A's AV so completions name it; the restart case comes back
  * on its port as another instance).  A is progressed by fi_cq_readfrom
- * between the writes. */
+ * between the writes.  Cases 10-13: rendezvous RTS packets that carry the
+ * message's first piece (msg.c early_place). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -39,7 +40,7 @@
 #define GUARD     64          /* checked bytes on each side of a buffer */
 #define WAIT_MS   5000        /* bound on anything awaited */
 #define SETTLE    50          /* progress calls after each write */
-#define N_DEAD    10          /* claimed addresses: one per connection */
+#define N_DEAD    14          /* claimed addresses: one per connection */
 #define MAX_COMP  80
 #define MSG_LEN   40000
 #define FIRST     1000  /* payload bytes written with the header */
@@ -436,6 +437,66 @@ static bool stream_head(struct stream *s)
 {
 	return stream_send(s, HEAD_LEN + FIRST) && stream_send(s, PIECE) &&
 	       stream_send(s, PIECE);
+}
+
+/* An RTS frame for a message of size bytes carrying its first early
+ * bytes (LM_HF_EARLY) into out; returns its length. */
+static size_t rts_frame(uint8_t *out, uint64_t size, uint64_t sreq, const uint8_t *early,
+                        size_t early_len)
+{
+	/* The iov list: one piece, which only bulk copies would look at. */
+	const uint64_t list[3] = {1, 0x7f0000001000ULL, size};
+	struct tcp_frame f = {.len = (uint32_t)(sizeof(list) + early_len),
+	                      .hdr_len = (uint16_t)HDR_LEN};
+	struct lm_rdm_hdr h = {.version = LM_RDM_WIRE_VERSION,
+	                       .op = LM_OP_RTS,
+	                       .flags = LM_HF_EARLY,
+	                       .len = f.len,
+	                       .size = size,
+	                       .sreq = sreq,
+	                       .addr = sizeof(list)};
+
+	memcpy(out, &f, FRAME_LEN);
+	memcpy(out + FRAME_LEN, &h, HDR_LEN);
+	memcpy(out + HEAD_LEN, list, sizeof(list));
+	memcpy(out + HEAD_LEN + sizeof(list), early, early_len);
+	return HEAD_LEN + sizeof(list) + early_len;
+}
+
+/* A DATA frame of payload[off, off + len) for the rendezvous rreq. */
+static size_t data_frame(uint8_t *out, uint64_t sreq, uint64_t rreq, const uint8_t *payload,
+                         uint64_t size, size_t off, size_t len)
+{
+	struct tcp_frame f = {.len = (uint32_t)len, .hdr_len = (uint16_t)HDR_LEN};
+	struct lm_rdm_hdr h = {.version = LM_RDM_WIRE_VERSION,
+	                       .op = LM_OP_DATA,
+	                       .len = (uint32_t)len,
+	                       .size = size,
+	                       .sreq = sreq,
+	                       .rreq = rreq,
+	                       .addr = off};
+
+	memcpy(out, &f, FRAME_LEN);
+	memcpy(out + FRAME_LEN, &h, HDR_LEN);
+	memcpy(out + HEAD_LEN, payload + off, len);
+	return HEAD_LEN + len;
+}
+
+/* The next packet A sends on r, a control packet without payload: its
+ * engine header (op 0 when none came within WAIT_MS). */
+static struct lm_rdm_hdr raw_answer(struct raw *r)
+{
+	uint8_t b[HEAD_LEN];
+	struct tcp_frame f;
+	struct lm_rdm_hdr h = {0};
+
+	if (!raw_read(r, b, sizeof(b)))
+		return h;
+	memcpy(&f, b, FRAME_LEN);
+	CHECK_INT(f.len, 0);
+	CHECK_INT(f.hdr_len, HDR_LEN);
+	memcpy(&h, b + FRAME_LEN, HDR_LEN);
+	return h;
 }
 
 /* ---- the cases -------------------------------------------------------------- */
@@ -900,6 +961,163 @@ static void case_budget(void)
 	free(g.mem);
 }
 
+
+/* RTS cases: a message of RNDV_LEN bytes whose RTS carries its first
+ * EARLY_LEN bytes (LM_HF_EARLY, wire version 5). */
+#define RNDV_LEN  100000
+#define EARLY_LEN 40000
+#define RNDV_SREQ 0x77700000009ULL
+
+/* 10: a posted receive matches the RTS when its header comes: CTS from
+ * EARLY_LEN goes back before the first piece is in (the handshake
+ * overlaps the piece), the piece is placed as it comes, DATA brings the
+ * rest, and FIN ends it. */
+static void case_rts_early(void)
+{
+	static uint8_t payload[RNDV_LEN], bytes[HEAD_LEN + 24 + RNDV_LEN];
+	struct raw r;
+	struct stream s = {&r, bytes, 0, 0};
+	struct lm_rdm_hdr a;
+	struct gbuf g;
+	int ctx;
+
+	if (!case_start("case 10: RTS with its first piece", &g, 131072, 110, &r, 10))
+		return;
+	pat_fill(payload, RNDV_LEN, 11);
+	s.len = rts_frame(bytes, RNDV_LEN, RNDV_SREQ, payload, EARLY_LEN);
+	CHECK_INT(fi_recv(ep, g.buf, g.cap, NULL, FI_ADDR_UNSPEC, &ctx), 0);
+	CHECK(stream_send(&s, HEAD_LEN + 24 + FIRST));
+	a = raw_answer(&r);
+	CHECK_INT(a.op, LM_OP_CTS);
+	CHECK_HEX(a.sreq, RNDV_SREQ);
+	CHECK_INT(a.addr, EARLY_LEN);
+	CHECK(wait_placed(g.buf, payload, FIRST));
+	CHECK(stream_send(&s, s.len));
+	CHECK(wait_placed(g.buf, payload, EARLY_LEN));
+	CHECK(gbuf_untouched(&g, EARLY_LEN, g.cap));
+	CHECK_INT(ncomp, 0);
+	CHECK(raw_quiet(&r));
+
+	s.off = 0;
+	s.len = data_frame(bytes, RNDV_SREQ, a.rreq, payload, RNDV_LEN, EARLY_LEN,
+	                   RNDV_LEN - EARLY_LEN);
+	CHECK(stream_send(&s, s.len));
+	CHECK(wait_comps(1));
+	settle();
+	check_one(&ctx, 0, RNDV_LEN, FI_RECV | FI_MSG);
+	CHECK_INT(comps[0].src, r.fa);
+	check_landed(&g, payload, RNDV_LEN);
+	a = raw_answer(&r);
+	CHECK_INT(a.op, LM_OP_FIN);
+	CHECK_HEX(a.sreq, RNDV_SREQ);
+	CHECK_INT(a.rreq, 0);
+	case_end(&r, &ctx, &g);
+}
+
+/* 11: an RTS that carries its whole message: no CTS, FIN once it is in. */
+static void case_rts_whole(void)
+{
+	static uint8_t payload[EARLY_LEN], bytes[HEAD_LEN + 24 + EARLY_LEN];
+	struct raw r;
+	struct stream s = {&r, bytes, 0, 0};
+	struct lm_rdm_hdr a;
+	struct gbuf g;
+	int ctx;
+
+	if (!case_start("case 11: RTS with the whole message", &g, 65536, 120, &r, 11))
+		return;
+	pat_fill(payload, EARLY_LEN, 12);
+	s.len = rts_frame(bytes, EARLY_LEN, RNDV_SREQ, payload, EARLY_LEN);
+	CHECK_INT(fi_recv(ep, g.buf, g.cap, NULL, FI_ADDR_UNSPEC, &ctx), 0);
+	CHECK(stream_send(&s, HEAD_LEN + 24 + FIRST));
+	CHECK(wait_placed(g.buf, payload, FIRST));
+	CHECK(raw_quiet(&r));
+	CHECK(stream_send(&s, s.len));
+	CHECK(wait_comps(1));
+	settle();
+	check_one(&ctx, 0, EARLY_LEN, FI_RECV | FI_MSG);
+	check_landed(&g, payload, EARLY_LEN);
+	a = raw_answer(&r);
+	CHECK_INT(a.op, LM_OP_FIN);
+	CHECK_HEX(a.sreq, RNDV_SREQ);
+	case_end(&r, &ctx, &g);
+}
+
+/* 12: the RTS comes before any receive: its piece is dropped (nothing is
+ * held for it) and the receive posted later asks for everything, CTS
+ * from 0. */
+static void case_rts_unexpected(void)
+{
+	static uint8_t payload[RNDV_LEN], bytes[HEAD_LEN + 24 + RNDV_LEN];
+	struct raw r;
+	struct stream s = {&r, bytes, 0, 0};
+	struct lm_rdm_hdr a;
+	struct gbuf g;
+	int ctx;
+
+	if (!case_start("case 12: RTS with its first piece, unexpected", &g, 131072, 130,
+	                &r, 12))
+		return;
+	pat_fill(payload, RNDV_LEN, 13);
+	s.len = rts_frame(bytes, RNDV_LEN, RNDV_SREQ, payload, EARLY_LEN);
+	CHECK(stream_send(&s, s.len));
+	settle();
+	CHECK(raw_quiet(&r));
+	CHECK_INT(ncomp, 0);
+
+	CHECK_INT(fi_recv(ep, g.buf, g.cap, NULL, FI_ADDR_UNSPEC, &ctx), 0);
+	a = raw_answer(&r);
+	CHECK_INT(a.op, LM_OP_CTS);
+	CHECK_INT(a.addr, 0);
+	CHECK(gbuf_untouched(&g, 0, g.cap));
+	s.off = 0;
+	s.len = data_frame(bytes, RNDV_SREQ, a.rreq, payload, RNDV_LEN, 0, RNDV_LEN);
+	CHECK(stream_send(&s, s.len));
+	CHECK(wait_comps(1));
+	settle();
+	check_one(&ctx, 0, RNDV_LEN, FI_RECV | FI_MSG);
+	check_landed(&g, payload, RNDV_LEN);
+	CHECK_INT(raw_answer(&r).op, LM_OP_FIN);
+	case_end(&r, &ctx, &g);
+}
+
+/* 13: a receive smaller than the first piece: CTS at once all the same,
+ * what fits is delivered (FI_ETRUNC) and nothing is written past it. */
+static void case_rts_truncated(void)
+{
+	static uint8_t payload[RNDV_LEN], bytes[HEAD_LEN + 24 + RNDV_LEN];
+	struct raw r;
+	struct stream s = {&r, bytes, 0, 0};
+	struct lm_rdm_hdr a;
+	struct gbuf g;
+	int ctx;
+
+	if (!case_start("case 13: RTS with its first piece, truncated", &g, 20000, 140,
+	                &r, 13))
+		return;
+	pat_fill(payload, RNDV_LEN, 14);
+	s.len = rts_frame(bytes, RNDV_LEN, RNDV_SREQ, payload, EARLY_LEN);
+	CHECK_INT(fi_recv(ep, g.buf, g.cap, NULL, FI_ADDR_UNSPEC, &ctx), 0);
+	CHECK(stream_send(&s, HEAD_LEN + 24 + FIRST));
+	a = raw_answer(&r);
+	CHECK_INT(a.op, LM_OP_CTS);
+	CHECK_INT(a.addr, EARLY_LEN);
+	CHECK(stream_send(&s, s.len));
+	CHECK(gbuf_guards_ok(&g));
+	s.off = 0;
+	s.len = data_frame(bytes, RNDV_SREQ, a.rreq, payload, RNDV_LEN, EARLY_LEN,
+	                   RNDV_LEN - EARLY_LEN);
+	CHECK(stream_send(&s, s.len));
+	CHECK(wait_comps(1));
+	settle();
+	check_one(&ctx, FI_ETRUNC, 20000, FI_RECV | FI_MSG);
+	CHECK_INT(comps[0].olen, RNDV_LEN - 20000);
+	CHECK(!memcmp(g.buf, payload, 20000));
+	CHECK(gbuf_guards_ok(&g));
+	CHECK_INT(raw_answer(&r).op, LM_OP_FIN);
+	case_end(&r, &ctx, &g);
+}
+
 /* After all that, A still takes a new peer's message. */
 static void case_still_works(void)
 {
@@ -950,6 +1168,10 @@ int main(void)
 	case_posted_midway();
 	case_peer_restarts();
 	case_budget();
+	case_rts_early();
+	case_rts_whole();
+	case_rts_unexpected();
+	case_rts_truncated();
 	case_still_works();
 
 	CHECK_INT(fi_close(&ep->fid), 0);

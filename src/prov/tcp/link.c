@@ -636,9 +636,15 @@ static int conn_read(struct tcp_link *l, struct tcp_conn *c, int budget)
 			if (have < f.len) {
 				/* Part of a large payload: read the rest straight
 				 * into its buffer when the engine has one. */
-				if (f.len >= PLACE_MIN && l->place &&
-				    (c->place_cnt = l->place(l->arg, &c->peer->addr, hdr,
-				                             f.len, c->place_iov)) != 0) {
+				c->place_cnt = f.len >= PLACE_MIN && l->place
+				                   ? l->place(l->arg, &c->peer->addr, hdr,
+				                              f.len, c->place_iov)
+				                   : 0;
+				/* The engine may answer from place (CTS) and
+				 * find c broken. */
+				if (c->closed)
+					return -1;
+				if (c->place_cnt) {
 					memcpy(c->place_hdr, hdr, f.hdr_len);
 					lm_copy_to_iov(c->place_iov, c->place_cnt, 0,
 					               hdr + f.hdr_len, have);
@@ -1002,7 +1008,7 @@ common:
 	l->link.fd = l->epfd;
 	l->link.max_payload = TCP_MAX_PAYLOAD;
 	l->link.inline_max = 256;
-	l->link.caps = 0;
+	l->link.caps = LM_LINK_EARLY;
 	l->link.addr = &l->self;
 	*out = &l->link;
 	return 0;
