@@ -11,7 +11,7 @@
  *
  * With -p the server, once the first message tells it the client's
  * address, sends the client one 1 MiB message that the client never
- * receives: it goes by rendezvous (loom's tcp eager limit is 192 KiB), so
+ * receives: it goes by rendezvous (loom's tcp eager limit is 64 KiB), so
  * it stays outstanding, and the server surely has an operation in flight
  * to the client when the client dies or becomes unreachable, whatever the
  * receives in flight at that moment.  Its completion is a failure.

@@ -517,11 +517,11 @@ static int tcp_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 	if (ret)
 		return ret;
 	dom->no_bulk = true;
-	/* Eager up to a whole frame: what a peer's eager messages can make
-	 * this end hold unexpected is bounded by its eager credit (wire
-	 * version 4), whatever their size, and an eager message completes
-	 * at the sender without the FIN an RTS waits for. */
-	dom->eager_max = TCP_MAX_PAYLOAD;
+	/* Frames carry up to TCP_MAX_PAYLOAD of rendezvous data, but eager
+	 * messages stay at 64 KiB: each one may land unexpected, and many
+	 * senders' windows of large eager messages would reach the
+	 * unexpected-data limit, where the endpoint stops reading. */
+	dom->eager_max = 64 * 1024;
 	*domain = &dom->util.domain_fid;
 	return 0;
 }
