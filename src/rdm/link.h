@@ -63,7 +63,9 @@ struct lm_link_pkt {
 /* Capabilities a link reports after open. */
 #define LM_LINK_BULK_READ  (1u << 0) /* bulk_read copies from peer memory */
 #define LM_LINK_BULK_WRITE (1u << 1) /* bulk_write copies into peer memory */
-#define LM_LINK_EARLY      (1u << 2) /* an RTS may carry the message's first piece */
+/* A byte-stream link that places large payloads: an RTS may carry the
+ * message's first piece, and a reply may go eager up to max_payload. */
+#define LM_LINK_EARLY      (1u << 2)
 
 /* The common head of every link instance (one per endpoint); the link's
  * own state follows it. */

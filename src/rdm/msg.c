@@ -471,6 +471,7 @@ static size_t eager_place(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 
 	if (!peer || peer->dead || peer->eager || plen != h->size)
 		return 0;
+	peer->replying = true;
 	r = rndv_alloc(ep);
 	if (!r)
 		return 0;
@@ -512,6 +513,7 @@ static size_t early_place(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 	    h->addr > sizeof(r->remote) || plen - h->addr > h->size)
 		return 0;
 	early = plen - h->addr;
+	peer->replying = true;
 	r = rndv_alloc(ep);
 	if (!r)
 		return 0;
@@ -580,6 +582,8 @@ void lm_rdm_placed(void *arg, const void *src_addr, const void *hdr, size_t plen
 	uint32_t slot;
 
 	memcpy(&h, hdr, sizeof(h));
+	if (peer && (h.op == LM_OP_RTS || h.op == LM_OP_EAGER))
+		lm_rdm_credit_back(peer, h.rreq); /* else counted by recv_pkt */
 	if (h.op == LM_OP_RTS) {
 		r = peer ? peer->eager : NULL;
 		if (r && r->early && r->placing && r->sreq == h.sreq) {
@@ -709,6 +713,7 @@ void lm_rdm_msg_recv(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 	const unsigned char *early = NULL;
 	size_t early_len = 0;
 
+	peer->replying = true;
 	if (h->op == LM_OP_RTS) {
 		size_t rlen = h->flags & LM_HF_EARLY ? h->addr : plen;
 		struct lm_rdm_rndv *r = peer->eager;
@@ -1059,7 +1064,13 @@ ssize_t lm_rdm_cancel(struct lm_rdm_ep *ep, void *context)
  * version 4); when short, what the peer gave back may be waiting. */
 static bool eager_ok(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer, size_t len)
 {
-	if (len > ep->eager_max)
+	/* A reply (a message of peer's came since we sent it one) goes
+	 * eager up to a whole packet where the link places payloads: no
+	 * handshake, no FIN.  Streams keep the smaller limit: there the
+	 * handshakes overlap, and large eager packets stream worse. */
+	if (len > ep->eager_max &&
+	    !(peer->replying && (ep->link->caps & LM_LINK_EARLY) &&
+	      len <= ep->link->max_payload))
 		return false;
 	if (len > peer->credit)
 		lm_rdm_progress_locked(ep);
@@ -1104,6 +1115,11 @@ static ssize_t do_send(struct lm_rdm_ep *ep, const struct iovec *iov, size_t cou
 		lm_rdm_tx_flush(ep);
 	report = lm_rdm_tx_reports(ep, flags, inject_call);
 	eager = eager_ok(ep, peer, len);
+	peer->replying = false;
+	if (peer->owed >= LM_CREDIT_RIDE) { /* give credit back with it */
+		h.rreq = peer->owed;
+		peer->owed = 0;
+	}
 
 	/* The fast path: a small message straight into the link, no request. */
 	if (eager && !(flags & (FI_DELIVERY_COMPLETE | FI_FENCE)) &&
@@ -1124,6 +1140,7 @@ static ssize_t do_send(struct lm_rdm_ep *ep, const struct iovec *iov, size_t cou
 	}
 	tx = lm_rdm_tx_alloc(ep);
 	if (!tx) {
+		peer->owed += h.rreq; /* the credit rides another time */
 		ret = -FI_EAGAIN;
 		goto out;
 	}

@@ -589,6 +589,14 @@ void lm_rdm_credit_owe(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer, size_t n)
 	lm_rdm_ctl_send(ep, peer, &h, NULL, 0);
 }
 
+void lm_rdm_credit_back(struct lm_rdm_peer *peer, uint64_t n)
+{
+	/* Never above the start: a peer cannot talk us into sending more
+	 * than it may be made to hold. */
+	peer->credit = n > LM_EAGER_CREDIT - peer->credit ? LM_EAGER_CREDIT
+	                                                  : peer->credit + n;
+}
+
 static void ctl_queue_flush(struct lm_rdm_ep *ep)
 {
 	struct lm_list *it;
@@ -664,6 +672,7 @@ void lm_rdm_recv_pkt(void *arg, const void *src_addr, const void *hdr,
 	switch (h.op) {
 	case LM_OP_EAGER:
 	case LM_OP_RTS:
+		lm_rdm_credit_back(peer, h.rreq);
 		lm_rdm_msg_recv(ep, peer, &h, payload, plen);
 		break;
 	case LM_OP_CTS:
@@ -687,11 +696,7 @@ void lm_rdm_recv_pkt(void *arg, const void *src_addr, const void *hdr,
 		lm_rdm_on_pushed(ep, peer, &h);
 		break;
 	case LM_OP_CREDIT:
-		/* Never above the start: a peer cannot talk us into
-		 * sending more than it may be made to hold. */
-		peer->credit = h.size > LM_EAGER_CREDIT - peer->credit
-		                   ? LM_EAGER_CREDIT
-		                   : peer->credit + h.size;
+		lm_rdm_credit_back(peer, h.size);
 		break;
 	default:
 		lm_rdm_rma_recv(ep, peer, &h, payload, plen);

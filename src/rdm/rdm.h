@@ -71,10 +71,13 @@
  * comes keeps them and answers at once with CTS from their end (CTS addr
  * = the offset the DATA stream starts at), or FIN when they are the whole
  * message; one that cannot drops them and later asks from 0.  They are
- * never buffered, so they take no eager credit. */
+ * never buffered, so they take no eager credit.  EAGER and RTS packets
+ * also give credit back in rreq (bytes, 0: none) once LM_CREDIT_RIDE are
+ * owed, so traffic both ways returns it without CREDIT packets. */
 #define LM_RDM_WIRE_VERSION 5
 #define LM_EAGER_CREDIT     ((size_t)1 << 20)
 #define LM_CREDIT_RETURN    (LM_EAGER_CREDIT / 4)
+#define LM_CREDIT_RIDE      (LM_EAGER_CREDIT / 16)
 
 enum {
 	LM_OP_EAGER = 1,
@@ -204,6 +207,7 @@ struct lm_rdm_peer {
 	 * (truncated) delivered by the next recv of this peer, which is it. */
 	struct lm_rdm_rndv *eager;
 	size_t credit; /* eager bytes we may still send it (wire version 4) */
+	bool replying; /* a message of its came since we last sent it one */
 	size_t owed;   /* eager bytes of its we consumed and not given back */
 	unsigned char addr[];
 };
@@ -475,6 +479,8 @@ static inline void lm_rdm_peer_revive(struct lm_rdm_peer *p)
 /* Eager bytes of peer consumed here (delivered, discarded or dropped):
  * given back with CREDIT once LM_CREDIT_RETURN have added up. */
 void lm_rdm_credit_owe(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer, size_t n);
+/* n bytes of credit given back by peer (CREDIT, or riding a message). */
+void lm_rdm_credit_back(struct lm_rdm_peer *peer, uint64_t n);
 
 static inline struct lm_rdm_ctx *lm_rdm_ctx_of(struct fid_ep *fid)
 {
