@@ -10,7 +10,8 @@
  * port is in A's AV so completions name it; the restart case comes back
  * on its port as another instance).  A is progressed by fi_cq_readfrom
  * between the writes.  Cases 10-13: rendezvous RTS packets that carry the
- * message's first piece (msg.c early_place). */
+ * message's first piece (msg.c early_place); case 14: what A sends, a
+ * reply eager up to a packet with credit riding in it. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -40,7 +41,7 @@
 #define GUARD     64          /* checked bytes on each side of a buffer */
 #define WAIT_MS   5000        /* bound on anything awaited */
 #define SETTLE    50          /* progress calls after each write */
-#define N_DEAD    14          /* claimed addresses: one per connection */
+#define N_DEAD    15          /* claimed addresses: one per connection */
 #define MAX_COMP  80
 #define MSG_LEN   40000
 #define FIRST     1000  /* payload bytes written with the header */
@@ -1118,6 +1119,115 @@ static void case_rts_truncated(void)
 	case_end(&r, &ctx, &g);
 }
 
+
+/* A's next packet on r, whole: its engine header, the payload into
+ * payload (at most cap bytes kept).  op 0 when none came. */
+static struct lm_rdm_hdr raw_packet(struct raw *r, uint8_t *payload, size_t cap,
+                                    size_t *plen)
+{
+	uint8_t b[HEAD_LEN];
+	struct tcp_frame f;
+	struct lm_rdm_hdr h = {0};
+
+	*plen = 0;
+	if (!raw_read(r, b, sizeof(b)))
+		return h;
+	memcpy(&f, b, FRAME_LEN);
+	CHECK_INT(f.hdr_len, HDR_LEN);
+	CHECK(f.len <= cap);
+	if (f.len > cap || !raw_read(r, payload, f.len))
+		return h;
+	memcpy(&h, b + FRAME_LEN, HDR_LEN);
+	*plen = f.len;
+	return h;
+}
+
+/* 14: A sending 150,000 bytes: to a peer that sent it nothing yet, by
+ * rendezvous (its RTS carrying the first piece, the peer being quiet);
+ * once the peer's messages came (A replies), eager in one packet, which
+ * also gives back the credit those messages took (rreq); after that,
+ * by rendezvous again. */
+#define REPLY_LEN 150000
+static void case_reply_eager(void)
+{
+	static uint8_t out[REPLY_LEN], in[REPLY_LEN + 64], payload[MSG_LEN],
+	    bytes[HEAD_LEN + MSG_LEN];
+	struct raw r;
+	struct lm_rdm_hdr h;
+	struct gbuf g;
+	size_t plen;
+	int ctx, sctx;
+
+	if (!case_start("case 14: replies go eager and carry credit back", &g, 65536, 150,
+	                &r, 14))
+		return;
+	pat_fill(out, REPLY_LEN, 15);
+	pat_fill(payload, MSG_LEN, 16);
+
+	/* Nothing came from r yet: RTS with its first piece. */
+	CHECK_INT(fi_send(ep, out, REPLY_LEN, NULL, r.fa, &sctx), 0);
+	h = raw_packet(&r, in, sizeof(in), &plen);
+	CHECK_INT(h.op, LM_OP_RTS);
+	CHECK_HEX(h.flags & LM_HF_EARLY, LM_HF_EARLY);
+	CHECK_INT(h.size, REPLY_LEN);
+	CHECK(h.addr <= plen && !memcmp(in + h.addr, out, plen - h.addr));
+	CHECK_INT(h.rreq, 0);
+	settle();
+	CHECK_INT(ncomp, 0); /* the send waits for its answer */
+	{
+		struct tcp_frame f = {.len = 0, .hdr_len = (uint16_t)HDR_LEN};
+		struct lm_rdm_hdr fin = {.version = LM_RDM_WIRE_VERSION,
+		                         .op = LM_OP_FIN,
+		                         .sreq = h.sreq};
+
+		memcpy(bytes, &f, FRAME_LEN);
+		memcpy(bytes + FRAME_LEN, &fin, HDR_LEN);
+		CHECK(raw_write(&r, bytes, HEAD_LEN));
+	}
+	CHECK(wait_comps(1));
+	check_one(&sctx, 0, 0, FI_SEND | FI_MSG);
+
+	/* Two 40,000-byte messages from r, consumed: 80,000 bytes owed. */
+	for (int k = 0; k < 2; k++) {
+		ncomp = 0;
+		CHECK_INT(fi_recv(ep, g.buf, g.cap, NULL, FI_ADDR_UNSPEC, &ctx), 0);
+		CHECK(raw_write(&r, bytes, eager_frame(bytes, 0, 0, 0, SREQ, payload, MSG_LEN)));
+		CHECK(wait_comps(1));
+		check_one(&ctx, 0, MSG_LEN, FI_RECV | FI_MSG);
+		CHECK(!memcmp(g.buf, payload, MSG_LEN));
+	}
+	CHECK(raw_quiet(&r)); /* no CREDIT packet for 80,000 bytes */
+
+	/* A replies: one eager packet, the credit riding in it, and the
+	 * send complete without an answer. */
+	ncomp = 0;
+	CHECK_INT(fi_send(ep, out, REPLY_LEN, NULL, r.fa, &sctx), 0);
+	h = raw_packet(&r, in, sizeof(in), &plen);
+	CHECK_INT(h.op, LM_OP_EAGER);
+	CHECK_INT(h.size, REPLY_LEN);
+	CHECK_INT(plen, REPLY_LEN);
+	CHECK(!memcmp(in, out, REPLY_LEN));
+	CHECK_INT(h.rreq, 2 * MSG_LEN);
+	CHECK(wait_comps(1));
+	check_one(&sctx, 0, 0, FI_SEND | FI_MSG);
+
+	/* Not a reply any more: rendezvous. */
+	ncomp = 0;
+	CHECK_INT(fi_send(ep, out, REPLY_LEN, NULL, r.fa, &sctx), 0);
+	h = raw_packet(&r, in, sizeof(in), &plen);
+	CHECK_INT(h.op, LM_OP_RTS);
+	CHECK_INT(h.rreq, 0);
+	raw_close(&r); /* the send fails with the connection */
+	CHECK(wait_comps(1));
+	CHECK_INT(ncomp, 1);
+	if (ncomp >= 1) {
+		CHECK(comps[0].ctx == &sctx);
+		CHECK(comps[0].err != 0);
+	}
+	ncomp = 0;
+	free(g.mem);
+}
+
 /* After all that, A still takes a new peer's message. */
 static void case_still_works(void)
 {
@@ -1172,6 +1282,7 @@ int main(void)
 	case_rts_whole();
 	case_rts_unexpected();
 	case_rts_truncated();
+	case_reply_eager();
 	case_still_works();
 
 	CHECK_INT(fi_close(&ep->fid), 0);
