@@ -455,38 +455,48 @@ static void eager_done(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r)
 	rndv_finish(ep, r, 0);
 }
 
-/* The header of an eager message whose payload is still coming: match it
- * now, and if a posted receive takes it whole, have the link read the
- * payload there.  The match holds a rendezvous slot (allocated first, so
- * a receive is never taken without one) until the payload is in; a
- * truncated message is finished by the recv that follows (peer->eager). */
-static size_t eager_place(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
-                          const struct lm_rdm_hdr *h, size_t plen, struct iovec *iov)
+/* A message whose header came before its payload (EAGER, or an RTS with
+ * its first piece): matched now by a posted receive into r, which holds
+ * peer->eager until the payload is in; NULL when no receive takes it or
+ * no rendezvous slot is free (allocated first, so a receive is never
+ * taken without one): the payload then comes through recv. */
+static struct lm_rdm_rndv *header_match(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
+                                        const struct lm_rdm_hdr *h)
 {
 	struct lm_match *m = h->flags & LM_HF_TAGGED ? &ep->tagged : &ep->msg;
 	struct lm_rdm_rndv *r;
 	struct lm_rx_entry *e;
-	struct lm_rdm_rx *rx;
 	fi_addr_t src;
 
-	if (!peer || peer->dead || peer->eager || plen != h->size)
-		return 0;
 	peer->replying = true;
 	r = rndv_alloc(ep);
 	if (!r)
-		return 0;
+		return NULL;
 	src = lm_rdm_peer_fiaddr(ep, peer);
 	e = lm_match_arrival(m, src, h->tag);
 	if (!e) {
 		rndv_free(r);
-		return 0;
+		return NULL;
 	}
-	rx = lm_container_of(e, struct lm_rdm_rx, e);
-	rndv_setup(ep, r, rx, peer, src, h->size, h->tag, h->data, h->flags, h->sreq,
-	           e->flags & FI_MULTI_RECV);
+	rndv_setup(ep, r, lm_container_of(e, struct lm_rdm_rx, e), peer, src, h->size,
+	           h->tag, h->data, h->flags, h->sreq, e->flags & FI_MULTI_RECV);
 	r->eager = true;
-	lm_list_push_back(&ep->rndv_active, &r->node); /* fails with the peer */
 	peer->eager = r;
+	return r;
+}
+
+/* The header of an eager message whose payload is still coming: if a
+ * posted receive takes it whole, have the link read the payload there.
+ * A truncated message is finished by the recv that follows. */
+static size_t eager_place(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
+                          const struct lm_rdm_hdr *h, size_t plen, struct iovec *iov)
+{
+	struct lm_rdm_rndv *r;
+
+	if (!peer || peer->dead || peer->eager || plen != h->size ||
+	    !(r = header_match(ep, peer, h)))
+		return 0;
+	lm_list_push_back(&ep->rndv_active, &r->node); /* fails with the peer */
 	if (r->cap < plen)
 		return 0;
 	r->placing = true;
@@ -494,39 +504,24 @@ static size_t eager_place(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 }
 
 /* The header of an RTS that carries the message's first piece
- * (LM_HF_EARLY), the rest of its payload still coming: match it now, and
- * if a posted receive takes it, ask for the rest at once (the handshake
- * then overlaps the piece's transfer) and have the link read the iov list
- * and the piece into place.  r holds peer->eager until the RTS is in
- * (lm_rdm_placed; lm_rdm_msg_recv when the piece does not fit whole). */
+ * (LM_HF_EARLY), the rest of its payload still coming: if a posted
+ * receive takes it, ask for the rest at once (the handshake then overlaps
+ * the piece's transfer) and have the link read the iov list and the piece
+ * into place; when the piece does not fit whole, lm_rdm_msg_recv copies
+ * what fits.  Unexpected, the piece is dropped: CTS from 0 later. */
 static size_t early_place(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
                           const struct lm_rdm_hdr *h, size_t plen, struct iovec *iov)
 {
-	struct lm_match *m = h->flags & LM_HF_TAGGED ? &ep->tagged : &ep->msg;
 	struct iovec piece[LM_IOV_LIMIT];
 	struct lm_rdm_rndv *r;
-	struct lm_rx_entry *e;
-	fi_addr_t src;
 	size_t early, n;
 
 	if (!peer || peer->dead || peer->eager || h->addr > plen ||
-	    h->addr > sizeof(r->remote) || plen - h->addr > h->size)
+	    h->addr > sizeof(r->remote) || plen - h->addr > h->size ||
+	    !(r = header_match(ep, peer, h)))
 		return 0;
 	early = plen - h->addr;
-	peer->replying = true;
-	r = rndv_alloc(ep);
-	if (!r)
-		return 0;
-	src = lm_rdm_peer_fiaddr(ep, peer);
-	e = lm_match_arrival(m, src, h->tag);
-	if (!e) {
-		rndv_free(r); /* unexpected: the piece is dropped, CTS from 0 later */
-		return 0;
-	}
-	rndv_setup(ep, r, lm_container_of(e, struct lm_rdm_rx, e), peer, src, h->size,
-	           h->tag, h->data, h->flags, h->sreq, e->flags & FI_MULTI_RECV);
-	r->eager = r->early = true;
-	peer->eager = r;
+	r->early = true;
 	if (early < h->size) {
 		rndv_cts(ep, r, early);
 	} else {
@@ -534,7 +529,7 @@ static size_t early_place(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 		lm_rdm_busy(ep);
 	}
 	if (peer->dead || r->cap < early)
-		return 0; /* truncated: lm_rdm_msg_recv copies what fits */
+		return 0;
 	n = lm_rdm_iov_slice(r->iov, r->iov_count, 0, early, piece);
 	if (n + 1 > LM_IOV_LIMIT)
 		return 0;
