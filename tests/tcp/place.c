@@ -500,6 +500,23 @@ static struct lm_rdm_hdr raw_answer(struct raw *r)
 	return h;
 }
 
+/* RTS cases: a message of RNDV_LEN bytes whose RTS carries its first
+ * EARLY_LEN bytes (LM_HF_EARLY, wire version 5). */
+#define RNDV_LEN  100000
+#define EARLY_LEN 40000
+#define RNDV_SREQ 0x77700000009ULL
+
+/* The DATA the CTS a asked for: payload[from, RNDV_LEN) in one frame,
+ * through s (its buffer reused). */
+static bool send_rest(struct stream *s, const struct lm_rdm_hdr *a, const uint8_t *payload,
+                      size_t from)
+{
+	s->off = 0;
+	s->len = data_frame(s->bytes, a->sreq, a->rreq, payload, RNDV_LEN, from,
+	                    RNDV_LEN - from);
+	return stream_send(s, s->len);
+}
+
 /* ---- the cases -------------------------------------------------------------- */
 
 /* A case's start: its name, no completions yet, a receive buffer of cap
@@ -963,11 +980,6 @@ static void case_budget(void)
 }
 
 
-/* RTS cases: a message of RNDV_LEN bytes whose RTS carries its first
- * EARLY_LEN bytes (LM_HF_EARLY, wire version 5). */
-#define RNDV_LEN  100000
-#define EARLY_LEN 40000
-#define RNDV_SREQ 0x77700000009ULL
 
 /* 10: a posted receive matches the RTS when its header comes: CTS from
  * EARLY_LEN goes back before the first piece is in (the handshake
@@ -999,10 +1011,7 @@ static void case_rts_early(void)
 	CHECK_INT(ncomp, 0);
 	CHECK(raw_quiet(&r));
 
-	s.off = 0;
-	s.len = data_frame(bytes, RNDV_SREQ, a.rreq, payload, RNDV_LEN, EARLY_LEN,
-	                   RNDV_LEN - EARLY_LEN);
-	CHECK(stream_send(&s, s.len));
+	CHECK(send_rest(&s, &a, payload, EARLY_LEN));
 	CHECK(wait_comps(1));
 	settle();
 	check_one(&ctx, 0, RNDV_LEN, FI_RECV | FI_MSG);
@@ -1071,9 +1080,7 @@ static void case_rts_unexpected(void)
 	CHECK_INT(a.op, LM_OP_CTS);
 	CHECK_INT(a.addr, 0);
 	CHECK(gbuf_untouched(&g, 0, g.cap));
-	s.off = 0;
-	s.len = data_frame(bytes, RNDV_SREQ, a.rreq, payload, RNDV_LEN, 0, RNDV_LEN);
-	CHECK(stream_send(&s, s.len));
+	CHECK(send_rest(&s, &a, payload, 0));
 	CHECK(wait_comps(1));
 	settle();
 	check_one(&ctx, 0, RNDV_LEN, FI_RECV | FI_MSG);
@@ -1105,10 +1112,7 @@ static void case_rts_truncated(void)
 	CHECK_INT(a.addr, EARLY_LEN);
 	CHECK(stream_send(&s, s.len));
 	CHECK(gbuf_guards_ok(&g));
-	s.off = 0;
-	s.len = data_frame(bytes, RNDV_SREQ, a.rreq, payload, RNDV_LEN, EARLY_LEN,
-	                   RNDV_LEN - EARLY_LEN);
-	CHECK(stream_send(&s, s.len));
+	CHECK(send_rest(&s, &a, payload, EARLY_LEN));
 	CHECK(wait_comps(1));
 	settle();
 	check_one(&ctx, FI_ETRUNC, 20000, FI_RECV | FI_MSG);
