@@ -1162,9 +1162,16 @@ static ssize_t do_send(struct lm_rdm_ep *ep, const struct iovec *iov, size_t cou
 		/* The first piece with the RTS hides the handshake when
 		 * nothing else is under way to peer; behind other requests
 		 * the handshake is hidden anyway, and the piece would go as
-		 * a packet of its own where the stream batches them. */
-		else if ((ep->link->caps & LM_LINK_EARLY) && lm_rdm_peer_quiet(ep, peer))
-			h.flags |= LM_HF_EARLY;
+		 * a packet of its own where the stream batches them.  Not
+		 * while the peer's receives come after our RTSs (a program
+		 * that posts its receive once its own send is done): there
+		 * the piece is dropped and sent again. */
+		else if ((ep->link->caps & LM_LINK_EARLY) && len <= LM_EARLY_MAX) {
+			if (peer->early_score < 0)
+				peer->early_score++;
+			else if (lm_rdm_peer_quiet(ep, peer))
+				h.flags |= LM_HF_EARLY;
+		}
 		if (ep->bulk && len >= LM_SPLIT_MIN && !peer->bulk_broken &&
 		    (ep->link->caps & LM_LINK_BULK_WRITE))
 			h.flags |= LM_HF_SPLIT;

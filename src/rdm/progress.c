@@ -394,17 +394,25 @@ static ssize_t tx_stream(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
 }
 
 /* The first piece of tx's message, to go with its RTS (LM_HF_EARLY) after
- * the list of rts_len bytes: as much as the packet holds, in at most
- * LM_IOV_LIMIT - 1 pieces of iov.  Returns the pieces. */
+ * the list of rts_len bytes, in at most LM_IOV_LIMIT - 1 pieces of iov:
+ * the whole message when the packet holds it, else whole pages, so that
+ * the DATA pieces after it start where the buffer's pages do, as they
+ * would without the piece (with pieces 24 bytes off, an Open MPI 1 MiB
+ * ping-pong over tcp took 155-182 us instead of 128-134).  Returns the
+ * pieces. */
 static size_t rts_early(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx, size_t rts_len,
                         struct iovec *iov)
 {
 	struct iovec piece[LM_IOV_LIMIT];
-	size_t n = lm_rdm_iov_slice(tx->iov, tx->iov_count, 0,
-	                            LM_MIN(tx->len, ep->link->max_payload - rts_len), piece);
+	size_t room = ep->link->max_payload - rts_len;
+	size_t len = tx->len <= room ? tx->len : room & ~(size_t)4095;
+	size_t n = lm_rdm_iov_slice(tx->iov, tx->iov_count, 0, len, piece);
 
-	if (n > LM_IOV_LIMIT - 1)
-		n = LM_IOV_LIMIT - 1;
+	if (n > LM_IOV_LIMIT - 1) {
+		/* What the first pieces hold, in whole pages. */
+		len = lm_iov_len(piece, LM_IOV_LIMIT - 1) & ~(size_t)4095;
+		n = lm_rdm_iov_slice(tx->iov, tx->iov_count, 0, len, piece);
+	}
 	memcpy(iov, piece, n * sizeof(*iov));
 	tx->hdr.addr = rts_len;
 	return n;
@@ -625,6 +633,8 @@ static void on_cts(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 		return;
 	lm_list_remove(&tx->node);
 	tx->state = LM_TX_STREAM;
+	if (tx->hdr.flags & LM_HF_EARLY) /* from 0: no receive took the piece */
+		peer->early_score = h->addr ? 0 : -LM_EARLY_BACKOFF;
 	/* From where the receiver asks: what came with the RTS is in. */
 	tx->done = h->addr < tx->len ? h->addr : 0;
 	tx->hdr.flags &= (uint16_t)~LM_HF_EARLY;

@@ -41,7 +41,7 @@
 #define GUARD     64          /* checked bytes on each side of a buffer */
 #define WAIT_MS   5000        /* bound on anything awaited */
 #define SETTLE    50          /* progress calls after each write */
-#define N_DEAD    15          /* claimed addresses: one per connection */
+#define N_DEAD    16          /* claimed addresses: one per connection */
 #define MAX_COMP  80
 #define MSG_LEN   40000
 #define FIRST     1000  /* payload bytes written with the header */
@@ -515,6 +515,23 @@ static bool send_rest(struct stream *s, const struct lm_rdm_hdr *a, const uint8_
 	s->len = data_frame(s->bytes, a->sreq, a->rreq, payload, RNDV_LEN, from,
 	                    RNDV_LEN - from);
 	return stream_send(s, s->len);
+}
+
+/* A control packet without payload from r to A. */
+static bool raw_control(struct raw *r, uint8_t op, uint64_t sreq, uint64_t rreq,
+                        uint64_t addr)
+{
+	uint8_t b[HEAD_LEN];
+	struct tcp_frame f = {.len = 0, .hdr_len = (uint16_t)HDR_LEN};
+	struct lm_rdm_hdr h = {.version = LM_RDM_WIRE_VERSION,
+	                       .op = op,
+	                       .sreq = sreq,
+	                       .rreq = rreq,
+	                       .addr = addr};
+
+	memcpy(b, &f, FRAME_LEN);
+	memcpy(b + FRAME_LEN, &h, HDR_LEN);
+	return raw_write(r, b, sizeof(b));
 }
 
 /* ---- the cases -------------------------------------------------------------- */
@@ -1178,16 +1195,7 @@ static void case_reply_eager(void)
 	CHECK_INT(h.rreq, 0);
 	settle();
 	CHECK_INT(ncomp, 0); /* the send waits for its answer */
-	{
-		struct tcp_frame f = {.len = 0, .hdr_len = (uint16_t)HDR_LEN};
-		struct lm_rdm_hdr fin = {.version = LM_RDM_WIRE_VERSION,
-		                         .op = LM_OP_FIN,
-		                         .sreq = h.sreq};
-
-		memcpy(bytes, &f, FRAME_LEN);
-		memcpy(bytes + FRAME_LEN, &fin, HDR_LEN);
-		CHECK(raw_write(&r, bytes, HEAD_LEN));
-	}
+	CHECK(raw_control(&r, LM_OP_FIN, h.sreq, 0, 0));
 	CHECK(wait_comps(1));
 	check_one(&sctx, 0, 0, FI_SEND | FI_MSG);
 
@@ -1230,6 +1238,81 @@ static void case_reply_eager(void)
 	}
 	ncomp = 0;
 	free(g.mem);
+}
+
+
+/* 15: which RTSs carry a first piece.  Above 512 KiB none does; below,
+ * the piece is whole pages (so the DATA after it starts on a page of the
+ * buffer).  A CTS from 0 (the piece was dropped: no receive was posted)
+ * has A stream everything from 0 and send the next RTSs without a piece
+ * for a while. */
+#define BIG_LEN  600000
+#define MID_LEN  300000
+static void case_early_choice(void)
+{
+	static uint8_t out[BIG_LEN], in[TCP_MAX_PAYLOAD + 64];
+	struct raw r;
+	struct lm_rdm_hdr h;
+	size_t plen, got;
+	int sctx;
+
+	fprintf(stderr, "case 15: which RTSs carry a first piece\n");
+	ncomp = 0;
+	if (!raw_open(&r, 15)) {
+		CHECK(!"case 15 setup");
+		return;
+	}
+	pat_fill(out, BIG_LEN, 17);
+
+	CHECK_INT(fi_send(ep, out, BIG_LEN, NULL, r.fa, &sctx), 0);
+	h = raw_packet(&r, in, sizeof(in), &plen);
+	CHECK_INT(h.op, LM_OP_RTS);
+	CHECK_INT(h.flags & LM_HF_EARLY, 0);
+	CHECK_INT(h.size, BIG_LEN);
+	CHECK_INT(plen, 24); /* the iov list alone */
+	CHECK(raw_control(&r, LM_OP_FIN, h.sreq, 0, 0)); /* taken, say */
+	CHECK(wait_comps(1));
+	check_one(&sctx, 0, 0, FI_SEND | FI_MSG);
+
+	ncomp = 0;
+	CHECK_INT(fi_send(ep, out, MID_LEN, NULL, r.fa, &sctx), 0);
+	h = raw_packet(&r, in, sizeof(in), &plen);
+	CHECK_INT(h.op, LM_OP_RTS);
+	CHECK_HEX(h.flags & LM_HF_EARLY, LM_HF_EARLY);
+	CHECK_INT(h.addr, 24);
+	CHECK_INT(plen - h.addr, 47 * 4096);
+	CHECK(!memcmp(in + h.addr, out, plen - h.addr));
+	/* No receive took the piece: everything again, from 0. */
+	CHECK(raw_control(&r, LM_OP_CTS, h.sreq, 0x100000005ULL, 0));
+	for (got = 0; got < MID_LEN;) {
+		struct lm_rdm_hdr d = raw_packet(&r, in, sizeof(in), &plen);
+
+		CHECK_INT(d.op, LM_OP_DATA);
+		CHECK_INT(d.rreq, 0x100000005ULL);
+		CHECK_INT(d.addr, got);
+		if (d.op != LM_OP_DATA || d.addr != got || !plen)
+			break;
+		CHECK(!memcmp(in, out + got, plen));
+		got += plen;
+	}
+	CHECK_INT(got, MID_LEN);
+	CHECK(raw_control(&r, LM_OP_FIN, h.sreq, 0, 0));
+	CHECK(wait_comps(1));
+	check_one(&sctx, 0, 0, FI_SEND | FI_MSG);
+
+	/* Backing off: the next RTS has no piece. */
+	ncomp = 0;
+	CHECK_INT(fi_send(ep, out, MID_LEN, NULL, r.fa, &sctx), 0);
+	h = raw_packet(&r, in, sizeof(in), &plen);
+	CHECK_INT(h.op, LM_OP_RTS);
+	CHECK_INT(h.flags & LM_HF_EARLY, 0);
+	CHECK_INT(plen, 24);
+	CHECK(raw_control(&r, LM_OP_FIN, h.sreq, 0, 0));
+	CHECK(wait_comps(1));
+	check_one(&sctx, 0, 0, FI_SEND | FI_MSG);
+	raw_close(&r);
+	settle();
+	ncomp = 0;
 }
 
 /* After all that, A still takes a new peer's message. */
@@ -1287,6 +1370,7 @@ int main(void)
 	case_rts_unexpected();
 	case_rts_truncated();
 	case_reply_eager();
+	case_early_choice();
 	case_still_works();
 
 	CHECK_INT(fi_close(&ep->fid), 0);
