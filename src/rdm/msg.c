@@ -503,6 +503,14 @@ static size_t eager_place(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 	return lm_rdm_iov_slice(r->iov, r->iov_count, 0, plen, iov);
 }
 
+/* The first piece of r's RTS (early_place) is in: n bytes of it. */
+static void early_done(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r, size_t n)
+{
+	r->placing = r->eager = r->early = false;
+	r->peer->eager = NULL;
+	rndv_account(ep, r, n);
+}
+
 /* The header of an RTS that carries the message's first piece
  * (LM_HF_EARLY), the rest of its payload still coming: if a posted
  * receive takes it, ask for the rest at once (the handshake then overlaps
@@ -581,11 +589,8 @@ void lm_rdm_placed(void *arg, const void *src_addr, const void *hdr, size_t plen
 		lm_rdm_credit_back(peer, h.rreq); /* else counted by recv_pkt */
 	if (h.op == LM_OP_RTS) {
 		r = peer ? peer->eager : NULL;
-		if (r && r->early && r->placing && r->sreq == h.sreq) {
-			r->placing = r->eager = r->early = false;
-			peer->eager = NULL;
-			rndv_account(ep, r, plen - h.addr);
-		}
+		if (r && r->early && r->placing && r->sreq == h.sreq)
+			early_done(ep, r, plen - h.addr);
 		return;
 	}
 	if (h.op == LM_OP_EAGER) {
@@ -725,9 +730,7 @@ void lm_rdm_msg_recv(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 			 * first piece not placed: what fits. */
 			lm_copy_to_iov(r->iov, r->iov_count, 0, early,
 			               LM_MIN(early_len, r->cap));
-			r->eager = r->early = false;
-			peer->eager = NULL;
-			rndv_account(ep, r, early_len);
+			early_done(ep, r, early_len);
 			return;
 		}
 	} else if (plen != h->size) {

@@ -504,10 +504,9 @@ static inline struct lm_rdm_ep *lm_rdm_ep_of(struct fid_ep *fid)
 	return lm_rdm_ctx_of(fid)->ep;
 }
 
+/* progress.c */
 /* No request of ours to peer is queued or waiting for its answer. */
 bool lm_rdm_peer_quiet(struct lm_rdm_ep *ep, const struct lm_rdm_peer *peer);
-
-/* progress.c */
 /* Something now waits in one of ep's lists: progress must look. */
 static inline void lm_rdm_busy(struct lm_rdm_ep *ep)
 {
