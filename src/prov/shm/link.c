@@ -191,55 +191,45 @@ static void shm_link_peer_close(struct lm_link *link, struct lm_link_peer *peer)
 }
 
 /* Which of the header's eight words are non-zero (bit i: word i); *bytes
- * their packed size. */
+ * their packed size.  Branches, not arithmetic: a program's messages
+ * repeat one pattern, and most words are zero. */
 static inline uint8_t hdr_mask(const void *hdr, size_t *bytes)
 {
-	uint8_t mask = 0;
+	unsigned mask = 0;
 	size_t n = 0;
 
 #pragma GCC unroll 8
-	for (size_t i = 0; i < WIRE_MAX_HDR / 8; i++) {
+	for (unsigned i = 0; i < WIRE_MAX_HDR / 8; i++) {
 		uint64_t w;
 
 		memcpy(&w, (const char *)hdr + i * 8, 8);
-		mask |= (uint8_t)((w != 0) << i);
-		n += (w != 0) * 8;
+		if (w) {
+			mask |= 1u << i;
+			n += 8;
+		}
 	}
 	*bytes = n;
-	return mask;
+	return (uint8_t)mask;
 }
 
 /* The words of hdr that mask names, packed into out. */
-static inline void hdr_pack(unsigned char *out, const void *hdr, uint8_t mask)
+static inline void hdr_pack(unsigned char *out, const void *hdr, unsigned mask)
 {
-	size_t n = 0;
-
-#pragma GCC unroll 8
-	for (size_t i = 0; i < WIRE_MAX_HDR / 8; i++)
-		if (mask & (1u << i)) {
-			memcpy(out + n, (const char *)hdr + i * 8, 8);
-			n += 8;
-		}
+	for (; mask; mask &= mask - 1, out += 8)
+		memcpy(out, (const char *)hdr + __builtin_ctz(mask) * 8, 8);
 }
 
 /* Back to the eight header words from the packed ones at in, of which
  * avail bytes are the cell's; returns the bytes consumed, or -1 when the
- * mask names more than avail holds.  in is read up to WIRE_MAX_HDR bytes
- * whatever avail says. */
+ * mask names more than avail holds (in is read that far regardless). */
 static inline ssize_t hdr_unpack(void *hdr, const unsigned char *in, size_t avail,
-                                 uint8_t mask)
+                                 unsigned mask)
 {
 	size_t n = 0;
 
-#pragma GCC unroll 8
-	for (size_t i = 0; i < WIRE_MAX_HDR / 8; i++) {
-		uint64_t w, bit = (mask >> i) & 1;
-
-		memcpy(&w, in + n, 8);
-		w &= -bit; /* absent words are zero */
-		memcpy((char *)hdr + i * 8, &w, 8);
-		n += bit * 8;
-	}
+	memset(hdr, 0, WIRE_MAX_HDR); /* absent words are zero */
+	for (; mask; mask &= mask - 1, n += 8)
+		memcpy((char *)hdr + __builtin_ctz(mask) * 8, in + n, 8);
 	return n > avail ? -1 : (ssize_t)n;
 }
 
