@@ -134,6 +134,25 @@ else
 	fail "2 pairs $first: exit $rc: $(tail -3 "$tmp/pairs.err" | tr '\n' ' ')"
 fi
 
+# self_msg (bench/icount's program): an endpoint sending to itself, every
+# message's contents and completion checked, on each RDM provider.
+for combo in $combos; do
+	[ "${combo##*:}" = rdm ] || continue
+	prov=${combo%%:*}
+	for t in "" -t; do
+		name="self-$prov${t}"
+		rc=$(run "$name" "$bench_dir/self_msg" -p "$prov" -I 2000 $t)
+		if [ "$rc" = 0 ] && loaded_ok "$name" && grep -q 'ns/msg$' "$tmp/$name.out"; then
+			pass "self_msg $prov $t (2000 messages, verified)"
+		elif [ "$missing_ok" = 1 ] && grep -q 'fi_getinfo' "$tmp/$name.err"; then
+			skipped=$((skipped + 1))
+			echo "skip self_msg $prov (provider missing)"
+		else
+			fail "self_msg $prov $t: exit $rc: $(tail -2 "$tmp/$name.err" | tr '\n' ' ')"
+		fi
+	done
+done
+
 for b in tcp_lat tcp_bw udp_lat shm_lat memcpy_bw cma_bw; do
 	rc=$(run "phys-$b" "$bench_dir/phys_bench" -o "$b" -S 1,4k,64k -I 50 -r 2 -c \
 		-T $((limit - 10)))
