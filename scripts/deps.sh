@@ -7,10 +7,10 @@ set -euo pipefail
 build_pkgs=(gcc meson ninja-build pkg-config)
 # The tests also compile with clang (with libFuzzer's runtime), generate
 # the ABI probe with python3, compare against the reference libfabric
-# (headers, library, tools), make hosts of network namespaces (ip), and
-# run Open MPI on loom.
+# (headers, library, tools), make hosts of network namespaces (ip), run
+# Open MPI on loom, and run fi_pingpong under valgrind.
 test_pkgs=(clang libclang-rt-14-dev python3 libfabric-dev libfabric-bin binutils
-	iproute2 openmpi-bin libopenmpi-dev)
+	iproute2 openmpi-bin libopenmpi-dev valgrind)
 
 want=("${build_pkgs[@]}")
 [ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")

@@ -8,7 +8,9 @@
 # Usage: debian_pingpong.sh <dir containing loom's libfabric.so.1>
 #        [<provider> [<endpoint type>]]   (default: shm rdm)
 # Environment: PP_TIMEOUT (seconds per run, default 120), PP_PORT (default
-# 47592 + pid % 1000), BIN_DIR (default /usr/bin).
+# 47592 + pid % 1000), BIN_DIR (default /usr/bin), PP_VALGRIND=1 (both
+# sides under valgrind's memcheck, 5 iterations per size: any invalid
+# access, uninitialised value that matters, or definite leak fails the run).
 set -euo pipefail
 
 if [ $# -lt 1 ] || [ $# -gt 3 ]; then
@@ -39,6 +41,17 @@ cleanup() {
 }
 trap cleanup EXIT
 
+wrap=() iters=() pause=0.5
+if [ "${PP_VALGRIND:-0}" = 1 ]; then
+	if ! command -v valgrind >/dev/null; then
+		echo "FAIL: PP_VALGRIND=1 but valgrind is not installed" >&2
+		exit 1
+	fi
+	wrap=(valgrind -q --error-exitcode=99 --leak-check=full
+		--errors-for-leak-kinds=definite --show-leak-kinds=definite)
+	iters=(-I 5) pause=2 # valgrind's start takes a while
+fi
+
 fail=0
 # run TAG EXTRA_ENV ARGS...: server and client, both reaped, both checked.
 run() {
@@ -48,14 +61,14 @@ run() {
 	mkdir -p "$tmp/$tag"
 	env $extra LD_LIBRARY_PATH="$loom_dir" LD_DEBUG=libs \
 		LD_DEBUG_OUTPUT="$tmp/$tag/srv.ld" \
-		timeout "$tmo" "$bin" -p "$prov" -e "$ep" -B "$port" "$@" \
+		timeout "$tmo" "${wrap[@]}" "$bin" -p "$prov" -e "$ep" -B "$port" "$@" \
 		>"$tmp/$tag/srv.out" 2>&1 &
 	srv_pid=$!
-	sleep 0.5
+	sleep "$pause"
 	local crc=0 src=0
 	env $extra LD_LIBRARY_PATH="$loom_dir" LD_DEBUG=libs \
 		LD_DEBUG_OUTPUT="$tmp/$tag/cli.ld" \
-		timeout "$tmo" "$bin" -p "$prov" -e "$ep" -P "$port" "$@" 127.0.0.1 \
+		timeout "$tmo" "${wrap[@]}" "$bin" -p "$prov" -e "$ep" -P "$port" "$@" 127.0.0.1 \
 		>"$tmp/$tag/cli.out" 2>&1 || crc=$?
 	wait "$srv_pid" || src=$?
 	srv_pid=
@@ -83,9 +96,9 @@ run() {
 	echo "ok: $tag ($(grep -c '^[0-9]' "$tmp/$tag/cli.out") sizes)"
 }
 
-run "$prov-$ep-msg" "" -c -S all
-run "$prov-$ep-tagged" "" -m tagged -c -S all
+run "$prov-$ep-msg" "" -c -S all "${iters[@]}"
+run "$prov-$ep-tagged" "" -m tagged -c -S all "${iters[@]}"
 if [ "$prov" = shm ]; then
-	run "$prov-$ep-msg_nocma" "FI_SHM_DISABLE_CMA=1" -c -S all
+	run "$prov-$ep-msg_nocma" "FI_SHM_DISABLE_CMA=1" -c -S all "${iters[@]}"
 fi
 exit $fail
