@@ -668,6 +668,7 @@ void lm_rdm_on_pushed(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 		return;
 	r->pushing = false;
 	if (r->got && !h->data) {
+		lm_rdm_iov_written(r->iov, r->iov_count, r->got, r->cap - r->got);
 		send_answer(ep, r->peer, LM_OP_FIN, r->sreq, 0);
 		rndv_finish(ep, r, 0);
 		return;

@@ -5,6 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef LM_HAVE_MEMCHECK
+#include <valgrind/memcheck.h>
+#endif
 
 #include "rdm.h"
 
@@ -214,6 +217,19 @@ size_t lm_rdm_iov_slice(const struct iovec *iov, size_t count, size_t off, size_
 		off = 0;
 	}
 	return n;
+}
+
+void lm_rdm_iov_written(const struct iovec *iov, size_t count, size_t off, size_t len)
+{
+#ifdef LM_HAVE_MEMCHECK
+	struct iovec part[LM_IOV_LIMIT];
+	size_t n = lm_rdm_iov_slice(iov, LM_MIN(count, (size_t)LM_IOV_LIMIT), off, len, part);
+
+	for (size_t i = 0; i < n; i++)
+		VALGRIND_MAKE_MEM_DEFINED(part[i].iov_base, part[i].iov_len);
+#else
+	(void)iov, (void)count, (void)off, (void)len;
+#endif
 }
 
 void lm_rdm_rts_from_iov(struct lm_rdm_rts *rts, const struct iovec *iov, size_t count)
@@ -650,13 +666,18 @@ static void on_fin(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
                    const struct lm_rdm_hdr *h)
 {
 	struct lm_rdm_tx *tx = lm_rdm_tx_lookup(ep, h->sreq, peer);
+	int err = h->rreq > 0 && h->rreq < 0x10000 ? (int)h->rreq : 0;
 
 	if (!tx || (tx->op != LM_OP_RTS && tx->op != LM_OP_DATA &&
 	            tx->op != LM_OP_EAGER && tx->op != LM_OP_READ_REQ))
 		return;
+
+	/* A read's target may have written the data straight into ours. */
+	if (tx->op == LM_OP_READ_REQ && !err)
+		lm_rdm_iov_written(tx->iov, tx->iov_count, 0, tx->len);
 	/* A FIN may overtake nothing but may arrive while DATA is still
 	 * queued (the receiver gave up): drop the rest. */
-	lm_rdm_tx_done(ep, tx, h->rreq > 0 && h->rreq < 0x10000 ? (int)h->rreq : 0);
+	lm_rdm_tx_done(ep, tx, err);
 }
 
 /* ---- dispatch --------------------------------------------------------------- */

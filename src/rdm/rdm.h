@@ -629,6 +629,11 @@ size_t lm_copy_from_iov(void *dst, const struct iovec *iov, size_t iov_count,
 /* The part [off, off + len) of iov as a new iov array; returns its count. */
 size_t lm_rdm_iov_slice(const struct iovec *iov, size_t count, size_t off, size_t len,
                         struct iovec *out);
+/* The part [off, off + len) of iov was written by a peer through the link's
+ * bulk_write (cross-memory attach): memory this process never stored to,
+ * which valgrind's memcheck would otherwise hold undefined.  Tells it, when
+ * loom was built with valgrind's headers; costs nothing outside valgrind. */
+void lm_rdm_iov_written(const struct iovec *iov, size_t count, size_t off, size_t len);
 /* iov as a wire iov list. */
 void lm_rdm_rts_from_iov(struct lm_rdm_rts *rts, const struct iovec *iov, size_t count);
 /* Take an iov list payload: 0, or -FI_EINVAL when its length does not
