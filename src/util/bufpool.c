@@ -47,7 +47,7 @@ void lm_bufpool_fini(struct lm_bufpool *p)
 	p->total = p->in_use = 0;
 }
 
-static int grow(struct lm_bufpool *p)
+int lm_bufpool_grow(struct lm_bufpool *p)
 {
 	size_t n = p->chunk_count, hdr = round_up(sizeof(struct chunk), p->align);
 	struct chunk *c;
@@ -72,25 +72,4 @@ static int grow(struct lm_bufpool *p)
 	}
 	p->total += n;
 	return 0;
-}
-
-void *lm_bufpool_alloc(struct lm_bufpool *p)
-{
-	void *e;
-
-	if (!p->free_list && grow(p))
-		return NULL;
-	e = p->free_list;
-	p->free_list = *(void **)e;
-	p->in_use++;
-	return e;
-}
-
-void lm_bufpool_free(struct lm_bufpool *p, void *elem)
-{
-	if (!elem)
-		return;
-	*(void **)elem = p->free_list;
-	p->free_list = elem;
-	p->in_use--;
 }

@@ -22,8 +22,31 @@ struct lm_bufpool {
 int lm_bufpool_init(struct lm_bufpool *p, size_t elem_size, size_t align,
 		    size_t chunk_count, size_t max_count);
 void lm_bufpool_fini(struct lm_bufpool *p);
-/* NULL when the limit is reached or memory is short. */
-void *lm_bufpool_alloc(struct lm_bufpool *p);
-void lm_bufpool_free(struct lm_bufpool *p, void *elem);
+/* Carve another chunk onto the free list: 0, or -1 at the limit or when
+ * memory is short. */
+int lm_bufpool_grow(struct lm_bufpool *p);
+
+/* NULL when the limit is reached or memory is short.  Inline: it is on
+ * every message's path, and only growing needs a call. */
+static inline void *lm_bufpool_alloc(struct lm_bufpool *p)
+{
+	void *e;
+
+	if (!p->free_list && lm_bufpool_grow(p))
+		return NULL;
+	e = p->free_list;
+	p->free_list = *(void **)e;
+	p->in_use++;
+	return e;
+}
+
+static inline void lm_bufpool_free(struct lm_bufpool *p, void *elem)
+{
+	if (!elem)
+		return;
+	*(void **)elem = p->free_list;
+	p->free_list = elem;
+	p->in_use--;
+}
 
 #endif
