@@ -161,7 +161,7 @@ static struct lm_unexp_entry *find_unexp(struct lm_match *m, fi_addr_t src, uint
 	return NULL;
 }
 
-struct lm_unexp_entry *lm_match_post(struct lm_match *m, struct lm_rx_entry *rx)
+struct lm_unexp_entry *lm_match_post_slow(struct lm_match *m, struct lm_rx_entry *rx)
 {
 	struct lm_unexp_entry *u;
 	struct lm_match_src *b = NULL;
@@ -190,7 +190,7 @@ struct lm_unexp_entry *lm_match_post(struct lm_match *m, struct lm_rx_entry *rx)
 	return NULL;
 }
 
-struct lm_rx_entry *lm_match_arrival(struct lm_match *m, fi_addr_t src, uint64_t tag)
+struct lm_rx_entry *lm_match_arrival_slow(struct lm_match *m, fi_addr_t src, uint64_t tag)
 {
 	struct lm_rx_entry *best = NULL;
 	struct lm_list *it;

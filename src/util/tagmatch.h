@@ -115,14 +115,16 @@ void lm_match_fini(struct lm_match *m);
 /* Post rx.  Returns the earliest unclaimed unexpected message rx takes
  * (removed from the queues; rx is NOT queued), or NULL after queueing rx.
  * A FI_MULTI_RECV buffer is re-posted by the caller while it has room. */
-struct lm_unexp_entry *lm_match_post(struct lm_match *m, struct lm_rx_entry *rx);
+static inline struct lm_unexp_entry *lm_match_post(struct lm_match *m,
+                                                   struct lm_rx_entry *rx);
 
 /* A message from src with tag arrived: the earliest-posted receive that
  * takes it, removed from the queues unless it is a FI_MULTI_RECV buffer
  * (that stays until lm_rx_consume reports it released; then the caller
  * calls lm_match_remove_rx).  NULL: queue the message with
  * lm_match_add_unexp. */
-struct lm_rx_entry *lm_match_arrival(struct lm_match *m, fi_addr_t src, uint64_t tag);
+static inline struct lm_rx_entry *lm_match_arrival(struct lm_match *m, fi_addr_t src,
+                                                   uint64_t tag);
 /* u->src, tag, len, data, flags filled by the caller. */
 void lm_match_add_unexp(struct lm_match *m, struct lm_unexp_entry *u);
 
@@ -153,6 +155,45 @@ struct lm_unexp_entry *lm_match_pop_unexp(struct lm_match *m);
 static inline bool lm_tag_match(uint64_t tag, uint64_t ignore, uint64_t msg_tag)
 {
 	return ((tag ^ msg_tag) & ~ignore) == 0;
+}
+
+/* The general cases of lm_match_post and lm_match_arrival. */
+struct lm_unexp_entry *lm_match_post_slow(struct lm_match *m, struct lm_rx_entry *rx);
+struct lm_rx_entry *lm_match_arrival_slow(struct lm_match *m, fi_addr_t src, uint64_t tag);
+
+/* Inline for the case of every message: nothing queued for rx to take and
+ * no per-source list for it to join, so it goes to the back of `any`. */
+static inline struct lm_unexp_entry *lm_match_post(struct lm_match *m,
+                                                   struct lm_rx_entry *rx)
+{
+	if (m->unexp_count || (m->directed && rx->src != FI_ADDR_UNSPEC))
+		return lm_match_post_slow(m, rx);
+	rx->flags |= m->tagged ? FI_TAGGED : FI_MSG;
+	rx->bucket = NULL;
+	rx->seq = ++m->seq;
+	lm_list_push_back(&m->any, &rx->node);
+	m->posted_count++;
+	return NULL;
+}
+
+/* Inline when receives are not directed and the first one queued takes
+ * the message (its probe counted as the general search would). */
+static inline struct lm_rx_entry *lm_match_arrival(struct lm_match *m, fi_addr_t src,
+                                                   uint64_t tag)
+{
+	if (!m->directed && !lm_list_empty(&m->any)) {
+		struct lm_rx_entry *rx = lm_list_entry(m->any.next, struct lm_rx_entry, node);
+
+		if (!m->tagged || lm_tag_match(rx->tag, rx->ignore, tag)) {
+			m->probes++;
+			if (!(rx->flags & FI_MULTI_RECV)) {
+				lm_list_remove(&rx->node); /* bucket is NULL in `any` */
+				m->posted_count--;
+			}
+			return rx;
+		}
+	}
+	return lm_match_arrival_slow(m, src, tag);
 }
 
 /* FI_MULTI_RECV: place a message of len bytes in rx's buffer (iov[0]).

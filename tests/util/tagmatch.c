@@ -251,7 +251,28 @@ static void test_directed_disabled(void)
 	CHECK(lm_match_peek(&m, SRC_B, 1, 0) == u);
 	CHECK(lm_match_post(&m, r1) == u);
 	lm_match_fini(&m);
-	free(r1), free(r2), free(u);
+
+	/* Undirected and tagged, the first receive not taking the message:
+	 * the search goes on in posting order, each entry probed once. */
+	struct lm_rx_entry *r3 = rx_new(FI_ADDR_UNSPEC, 2, 0, NULL);
+	uint64_t before;
+
+	lm_match_init(&m, true, false);
+	r1->tag = 1, r2->tag = 2;
+	CHECK(lm_match_post(&m, r1) == NULL);
+	CHECK(lm_match_post(&m, r2) == NULL);
+	CHECK(lm_match_post(&m, r3) == NULL);
+	before = m.probes;
+	CHECK(lm_match_arrival(&m, SRC_A, 2) == r2);
+	CHECK_INT(m.probes - before, 2);
+	CHECK_INT(m.posted_count, 2);
+	CHECK(lm_match_arrival(&m, SRC_A, 1) == r1);
+	CHECK_INT(m.probes - before, 3);
+	CHECK(lm_match_arrival(&m, SRC_A, 1) == NULL);
+	CHECK(lm_match_arrival(&m, SRC_A, 2) == r3);
+	CHECK_INT(m.posted_count, 0);
+	lm_match_fini(&m);
+	free(r1), free(r2), free(r3), free(u);
 }
 
 static void test_peek_claim_discard(void)
