@@ -829,11 +829,29 @@ static void check_peers(struct lm_rdm_ep *ep)
 	}
 }
 
-void lm_rdm_progress_locked(struct lm_rdm_ep *ep)
+/* Read the link while less than max bytes of unexpected data are held
+ * (raised by what conforming peers may hold: their eager credit each, so
+ * reading on stays bounded, and stopping could hide what a posted receive
+ * waits for; the limit binds peers that ignore their credit). */
+static LM_HOT_INLINE void poll_link(struct lm_rdm_ep *ep, size_t max)
 {
 	struct lm_link *link = ep->link;
-	size_t max = ep->unexp_max;
 	int n;
+
+	if (ep->npeers <= (SIZE_MAX - max) / LM_EAGER_CREDIT)
+		max += ep->npeers * LM_EAGER_CREDIT;
+	else
+		max = SIZE_MAX;
+	if (ep->unexp_bytes < max) {
+		do {
+			n = link->ops->poll(link, POLL_BUDGET);
+		} while (n == POLL_BUDGET && ep->unexp_bytes < max);
+	}
+}
+
+void lm_rdm_progress_locked(struct lm_rdm_ep *ep)
+{
+	size_t max = ep->unexp_max;
 
 	ep->room_count = 0;
 	ep->room_other = false;
@@ -848,19 +866,7 @@ void lm_rdm_progress_locked(struct lm_rdm_ep *ep)
 	 * much again, so that receives already matched can finish. */
 	if (!lm_list_empty(&ep->rndv_active) || !lm_list_empty(&ep->tx_wait))
 		max = max > SIZE_MAX / 2 ? SIZE_MAX : 2 * max;
-	/* Conforming peers hold at most their eager credit each here: past
-	 * the limit, reading on stays bounded, and stopping could hide what
-	 * a posted receive waits for.  The limit binds peers that ignore
-	 * their credit. */
-	if (ep->npeers <= (SIZE_MAX - max) / LM_EAGER_CREDIT)
-		max += ep->npeers * LM_EAGER_CREDIT;
-	else
-		max = SIZE_MAX;
-	if (ep->unexp_bytes < max) {
-		do {
-			n = link->ops->poll(link, POLL_BUDGET);
-		} while (n == POLL_BUDGET && ep->unexp_bytes < max);
-	}
+	poll_link(ep, max);
 	if (!lm_list_empty(&ep->ctl_queue))
 		ctl_queue_flush(ep);
 	if (!lm_list_empty(&ep->tx_queue))
@@ -887,11 +893,24 @@ static bool room_asked(struct lm_rdm_ep *ep)
 
 void lm_rdm_progress(struct lm_rdm_ep *ep, bool sleepy)
 {
+	bool quiet = !sleepy && atomic_load_explicit(&ep->quiet, memory_order_relaxed);
+
 	/* The common poll with nothing in flight and nothing arrived. */
-	if (!sleepy && atomic_load_explicit(&ep->quiet, memory_order_relaxed) &&
-	    ep->link && ep->link->ops->idle && ep->link->ops->idle(ep->link))
+	if (quiet && ep->link && ep->link->ops->idle && ep->link->ops->idle(ep->link))
 		return;
 	lm_lock_acquire(&ep->lock);
+	/* Nothing queued, awaited or armed (quiet, read again under the
+	 * lock): only the link to read, and done unless what came queued
+	 * something (which clears quiet). */
+	if (quiet && ep->enabled && atomic_load_explicit(&ep->quiet, memory_order_relaxed)) {
+		ep->room_count = 0;
+		ep->room_other = false;
+		poll_link(ep, ep->unexp_max);
+		if (atomic_load_explicit(&ep->quiet, memory_order_relaxed)) {
+			lm_lock_release(&ep->lock);
+			return;
+		}
+	}
 	if (ep->enabled) {
 		lm_rdm_progress_locked(ep);
 		/* A reader is about to sleep on the doorbell: ask senders to

@@ -95,20 +95,23 @@ static inline void cq_filled_add(struct lm_cq *cq, ssize_t d)
 	atomic_store_explicit(&cq->filled, v + (size_t)d, memory_order_relaxed);
 }
 
-static void cq_drop_head(struct lm_cq *cq)
+/* The ring has room again: the oldest overflow entry moves into it. */
+static void cq_refill(struct lm_cq *cq)
 {
-	struct lm_list *n;
-	struct lm_cq_ovf *o;
+	struct lm_list *n = lm_list_pop_front(&cq->overflow);
+	struct lm_cq_ovf *o = lm_list_entry(n, struct lm_cq_ovf, node);
 
-	cq_filled_add(cq, -1);
-	lm_ring_drop(&cq->ring);
-	n = lm_list_pop_front(&cq->overflow);
-	if (!n)
-		return;
-	o = lm_list_entry(n, struct lm_cq_ovf, node);
 	lm_ring_push(&cq->ring, &o->slot);
 	cq->overflow_count--;
 	free(o);
+}
+
+static inline void cq_drop_head(struct lm_cq *cq)
+{
+	cq_filled_add(cq, -1);
+	lm_ring_drop(&cq->ring);
+	if (cq->overflow_count)
+		cq_refill(cq);
 }
 
 /* A slot to fill for a new entry, in posting order; NULL without memory.
@@ -221,9 +224,31 @@ int lm_cq_write_err(struct lm_cq *cq, const struct fi_cq_err_entry *err, fi_addr
 	return 0;
 }
 
+/* e in the application's format (a prefix of the tagged entry, which
+ * is the largest): a copy of fixed size for each format, not a call. */
+static LM_HOT_INLINE void cq_copy_entry(const struct lm_cq *cq, void *out,
+                                        const struct fi_cq_tagged_entry *e)
+{
+	switch (cq->entry_size) {
+	case sizeof(struct fi_cq_entry):
+		memcpy(out, e, sizeof(struct fi_cq_entry));
+		break;
+	case sizeof(struct fi_cq_msg_entry):
+		memcpy(out, e, sizeof(struct fi_cq_msg_entry));
+		break;
+	case sizeof(struct fi_cq_data_entry):
+		memcpy(out, e, sizeof(struct fi_cq_data_entry));
+		break;
+	default:
+		memcpy(out, e, sizeof(struct fi_cq_tagged_entry));
+		break;
+	}
+}
+
 /* Successes up to count, stopping before an error; -FI_EAVAIL when the
  * error is first, -FI_EAGAIN when empty.  Lock held. */
-static ssize_t cq_read_locked(struct lm_cq *cq, void *buf, size_t count, fi_addr_t *src)
+static LM_HOT_INLINE ssize_t cq_read_locked(struct lm_cq *cq, void *buf, size_t count,
+                                              fi_addr_t *src)
 {
 	struct lm_cq_slot *s;
 	char *out = buf;
@@ -244,7 +269,7 @@ static ssize_t cq_read_locked(struct lm_cq *cq, void *buf, size_t count, fi_addr
 		s = lm_ring_peek(&cq->ring);
 		if (!s || s->err)
 			break;
-		memcpy(out, &s->e, cq->entry_size);
+		cq_copy_entry(cq, out, &s->e);
 		out += cq->entry_size;
 		if (src)
 			src[i] = s->src;
