@@ -497,6 +497,7 @@ static size_t eager_place(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 	    !(r = header_match(ep, peer, h)))
 		return 0;
 	lm_list_push_back(&ep->rndv_active, &r->node); /* fails with the peer */
+	lm_rdm_busy(ep);
 	if (r->cap < plen)
 		return 0;
 	r->placing = true;
@@ -1076,6 +1077,31 @@ static bool eager_ok(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer, size_t len)
 	return len <= peer->credit;
 }
 
+/* An eager packet (h: no request, so no sreq, addr or key) of h->len
+ * bytes at payload, through the link's send_words. */
+static inline ssize_t send_eager_words(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
+                                       const struct lm_rdm_hdr *h, const void *payload)
+{
+	uint64_t words[5];
+	unsigned mask = 0x3, n = 2;
+
+	memcpy(&words[0], h, sizeof(words[0])); /* version, op, flags, len */
+	words[1] = h->size;
+	if (h->tag) {
+		words[n++] = h->tag;
+		mask |= 1u << 2;
+	}
+	if (h->data) {
+		words[n++] = h->data;
+		mask |= 1u << 3;
+	}
+	if (h->rreq) {
+		words[n++] = h->rreq;
+		mask |= 1u << 5;
+	}
+	return ep->link->ops->send_words(ep->link, peer->lp, words, mask, payload, h->len);
+}
+
 static ssize_t do_send(struct lm_rdm_ep *ep, const struct iovec *iov, size_t count,
                        fi_addr_t dest, uint64_t tag, uint64_t data, uint64_t flags,
                        void *context, bool tagged, bool inject_call)
@@ -1124,7 +1150,10 @@ static ssize_t do_send(struct lm_rdm_ep *ep, const struct iovec *iov, size_t cou
 	if (eager && !(flags & (FI_DELIVERY_COMPLETE | FI_FENCE)) &&
 	    lm_list_empty(&ep->tx_queue) && !peer->dead) {
 		h.len = (uint32_t)len;
-		ret = ep->link->ops->send(ep->link, peer->lp, &h, iov, count);
+		if (count == 1 && len <= ep->link->inline_max && ep->link->ops->send_words)
+			ret = send_eager_words(ep, peer, &h, iov[0].iov_base);
+		else
+			ret = ep->link->ops->send(ep->link, peer->lp, &h, iov, count);
 		if (!ret) {
 			peer->credit -= len;
 			if (ep->cntr[LM_CNTR_SEND])

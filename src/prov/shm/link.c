@@ -43,7 +43,6 @@ struct shm_link {
 	size_t hdr_size;
 	lm_link_recv_fn recv;
 	void *arg;
-	unsigned char cell[SHM_INLINE_MAX];
 };
 
 struct lm_link_peer {
@@ -294,6 +293,60 @@ static ssize_t shm_link_send(struct lm_link *link, struct lm_link_peer *peer,
 	return 0;
 }
 
+/* shm_link_send for a header given as words: unpacked first. */
+static __attribute__((noinline)) ssize_t
+shm_link_send_unpacked(struct lm_link *link, struct lm_link_peer *peer, const uint64_t *words,
+                       unsigned mask, const void *payload, size_t len)
+{
+	unsigned char hdr[WIRE_MAX_HDR] = {0};
+	struct iovec iov = {(void *)payload, len};
+
+	for (unsigned i = 0; mask; mask &= mask - 1, i++)
+		memcpy(hdr + __builtin_ctz(mask) * 8, &words[i], 8);
+	return shm_link_send(link, peer, hdr, &iov, 1);
+}
+
+/* Set bits of a byte (without a call where the CPU lacks popcnt). */
+static inline unsigned popcount8(unsigned x)
+{
+	x = x - ((x >> 1) & 0x55);
+	x = (x & 0x33) + ((x >> 2) & 0x33);
+	return (x + (x >> 4)) & 0x0f;
+}
+
+static ssize_t shm_link_send_words(struct lm_link *link, struct lm_link_peer *peer,
+                                   const uint64_t *words, unsigned mask,
+                                   const void *payload, size_t len)
+{
+	struct shm_link *l = lm_container_of(link, struct shm_link, link);
+	struct shm_wire w = {.pid = l->self.pid,
+	                     .buf = SHM_BUF_NONE,
+	                     .token = l->self.token,
+	                     .len = (uint32_t)len,
+	                     .mask = (uint8_t)mask};
+	unsigned n = popcount8(mask & 0xff);
+	size_t hl = sizeof(w) + 8 * (size_t)n;
+	struct shm_cell *c;
+	uint64_t pos;
+
+	/* The packed header is what the words already are. */
+	if (hl + len > SHM_INLINE_MAX || mask > 0xff)
+		return shm_link_send_unpacked(link, peer, words, mask, payload, len);
+	c = shm_ring_claim(peer->sp, &pos);
+	if (!c) {
+		peer->want_buf = false;
+		return -FI_EAGAIN;
+	}
+	memcpy(c->data, &w, sizeof(w));
+	for (unsigned i = 0; i < n; i++)
+		memcpy(c->data + sizeof(w) + 8 * i, &words[i], 8);
+	if (len)
+		memcpy(c->data + hl, payload, len);
+	shm_ring_commit(c, pos, hl + len);
+	shm_doorbell_ring(peer->sp);
+	return 0;
+}
+
 static int shm_link_poll(struct lm_link *link, int budget)
 {
 	struct shm_link *l = lm_container_of(link, struct shm_link, link);
@@ -316,16 +369,19 @@ static int shm_link_poll(struct lm_link *link, int budget)
 		if (!cell)
 			break;
 		n++;
-		/* Copied out first: the sender could rewrite the cell while
-		 * we validate it. */
-		if (len > sizeof(l->cell) || len < sizeof(w)) {
+		if (len < sizeof(w)) {
 			shm_ring_release(l->region);
 			continue;
 		}
-		memcpy(l->cell, cell, len);
+		/* The wire fields and header words are copied out before they
+		 * are checked: the sender could rewrite the cell meanwhile.
+		 * An inline payload is read in place, as a bounce buffer's
+		 * is (a sender that rewrites it garbles its own message); the
+		 * cell stays ours until the flush after the loop. */
+		memcpy(&w, cell, sizeof(w));
 		shm_ring_consume(l->region);
-		memcpy(&w, l->cell, sizeof(w));
-		hn = hdr_unpack(hdr, l->cell + sizeof(w), len - sizeof(w), w.mask);
+		hn = hdr_unpack(hdr, (const unsigned char *)cell + sizeof(w), len - sizeof(w),
+		                w.mask);
 		if (hn < 0)
 			continue;
 		hl = sizeof(w) + (size_t)hn;
@@ -334,7 +390,7 @@ static int shm_link_poll(struct lm_link *link, int budget)
 		if (w.buf == SHM_BUF_NONE) {
 			if (w.len != len - hl)
 				continue;
-			l->recv(l->arg, &src, hdr, l->cell + hl, w.len);
+			l->recv(l->arg, &src, hdr, (const unsigned char *)cell + hl, w.len);
 			continue;
 		}
 		payload = shm_buf_ptr(l->region, w.buf);
@@ -446,6 +502,7 @@ const struct lm_link_ops shm_link_ops = {
     .peer_open = shm_link_peer_open,
     .peer_close = shm_link_peer_close,
     .send = shm_link_send,
+    .send_words = shm_link_send_words,
     .poll = shm_link_poll,
     .idle = shm_link_idle,
     .arm = shm_link_arm,
