@@ -214,17 +214,6 @@ static void peers_free(struct lm_rdm_ep *ep)
 
 /* ---- progress hooks ------------------------------------------------------- */
 
-static void hook_run(struct lm_progress *p)
-{
-	struct lm_rdm_hook *h = lm_container_of(p, struct lm_rdm_hook, p);
-
-	bool sleepy =
-	    h->cq ? atomic_load(&h->cq->sleepers) || atomic_load(&h->cq->armed)
-	          : atomic_load(&h->cntr->sleepers) || atomic_load(&h->cntr->armed);
-
-	lm_rdm_progress(h->ep, sleepy);
-}
-
 /* The CQs and counters to hook (under ep->lock, at enable). */
 static void hooks_prepare(struct lm_rdm_ep *ep)
 {
@@ -258,7 +247,7 @@ static void hooks_add(struct lm_rdm_ep *ep)
 		struct lm_rdm_hook *h = &ep->hooks[i];
 
 		h->ep = ep;
-		h->p.run = hook_run;
+		h->p.run = lm_rdm_hook_run;
 		h->p.fd = ep->link->fd;
 		lm_list_init(&h->p.node);
 		if (h->cq)

@@ -1085,7 +1085,14 @@ static inline ssize_t send_eager_words(struct lm_rdm_ep *ep, struct lm_rdm_peer 
 	uint64_t words[5];
 	unsigned mask = 0x3, n = 2;
 
-	memcpy(&words[0], h, sizeof(words[0])); /* version, op, flags, len */
+	/* version, op, flags, len: as one value, not a load of the four
+	 * stores just made (which would wait for them to retire). */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	words[0] = (uint64_t)h->version | (uint64_t)h->op << 8 | (uint64_t)h->flags << 16 |
+	           (uint64_t)h->len << 32;
+#else
+	memcpy(&words[0], h, sizeof(words[0]));
+#endif
 	words[1] = h->size;
 	if (h->tag) {
 		words[n++] = h->tag;

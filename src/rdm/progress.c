@@ -689,7 +689,7 @@ void lm_rdm_recv_pkt(void *arg, const void *src_addr, const void *hdr,
 	struct lm_rdm_hdr h;
 	struct lm_rdm_peer *peer;
 
-	memcpy(&h, hdr, sizeof(h));
+	lm_rdm_hdr_load(&h, hdr);
 	if (h.version != LM_RDM_WIRE_VERSION || h.len != plen || !h.op ||
 	    h.op >= LM_OP_MAX) {
 		LM_WARN(ep->dom->util.fabric->prov, FI_LOG_EP_DATA,
@@ -891,7 +891,7 @@ static bool room_asked(struct lm_rdm_ep *ep)
 	return true;
 }
 
-void lm_rdm_progress(struct lm_rdm_ep *ep, bool sleepy)
+static LM_HOT_INLINE void progress(struct lm_rdm_ep *ep, bool sleepy)
 {
 	bool quiet = !sleepy && atomic_load_explicit(&ep->quiet, memory_order_relaxed);
 
@@ -944,4 +944,21 @@ void lm_rdm_progress(struct lm_rdm_ep *ep, bool sleepy)
 		    memory_order_relaxed);
 	}
 	lm_lock_release(&ep->lock);
+}
+
+void lm_rdm_progress(struct lm_rdm_ep *ep, bool sleepy)
+{
+	progress(ep, sleepy);
+}
+
+/* A CQ's or counter's progress hook (one per endpoint bound): sleepy when
+ * a reader of it sleeps or fi_trywait promised to wake one. */
+void lm_rdm_hook_run(struct lm_progress *p)
+{
+	struct lm_rdm_hook *h = lm_container_of(p, struct lm_rdm_hook, p);
+	bool sleepy =
+	    h->cq ? atomic_load(&h->cq->sleepers) || atomic_load(&h->cq->armed)
+	          : atomic_load(&h->cntr->sleepers) || atomic_load(&h->cntr->armed);
+
+	progress(h->ep, sleepy);
 }

@@ -141,6 +141,21 @@ struct lm_rdm_hdr {
 
 _Static_assert(sizeof(struct lm_rdm_hdr) == 64, "wire header is 64 bytes");
 
+/* Copy a header from a link's buffer word by word: a link that has just
+ * written it with 8-byte stores would make wider loads wait until those
+ * stores left the store buffer (a load is forwarded from one store, not
+ * from several).  The empty asm keeps the compiler from merging them. */
+static inline void lm_rdm_hdr_load(struct lm_rdm_hdr *h, const void *src)
+{
+	for (size_t i = 0; i < sizeof(*h) / 8; i++) {
+		uint64_t w;
+
+		memcpy(&w, (const char *)src + 8 * i, 8);
+		__asm__("" : "+r"(w));
+		memcpy((char *)h + 8 * i, &w, 8);
+	}
+}
+
 /* An iov list (RTS, READ_REQ, WRITE with RNDV, PUSH payloads): only the
  * first iov_count entries travel. */
 struct lm_rdm_rts {
@@ -514,6 +529,7 @@ static inline void lm_rdm_busy(struct lm_rdm_ep *ep)
 }
 /* sleepy: a reader of a bound CQ/counter is about to sleep on the fd. */
 void lm_rdm_progress(struct lm_rdm_ep *ep, bool sleepy);
+void lm_rdm_hook_run(struct lm_progress *p);
 void lm_rdm_progress_locked(struct lm_rdm_ep *ep);
 void lm_rdm_recv_pkt(void *arg, const void *src_addr, const void *hdr,
                      const void *payload, size_t payload_len);

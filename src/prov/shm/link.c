@@ -23,14 +23,51 @@
 
 #include "shm.h"
 
+/* The wire fields, decoded.  In the cell they are three 8-byte words,
+ * each written and read whole (wire_put, wire_get):
+ *   word 0: pid (low 32 bits) | buf << 32
+ *   word 1: token
+ *   word 2: len (low 32 bits) | mask << 32
+ * (a struct built field by field on the stack and copied as a block
+ * would make the CPU wait for the stores it copies). */
 struct shm_wire {
 	int32_t pid;
 	uint32_t buf;
 	uint64_t token;
 	uint32_t len;
 	uint8_t mask;
-	uint8_t pad[3];
 };
+
+#define WIRE_SIZE 24
+
+_Static_assert(offsetof(struct shm_bin_addr, pid) == 0 &&
+                   offsetof(struct shm_bin_addr, zero) == 4 &&
+                   offsetof(struct shm_bin_addr, token) == 8 &&
+                   sizeof(struct shm_bin_addr) == 16,
+               "an address is two words: pid and zero, token");
+
+static inline void wire_put(unsigned char *out, const struct shm_bin_addr *self,
+                            uint32_t buf, size_t len, unsigned mask)
+{
+	uint64_t w0 = (uint64_t)(uint32_t)self->pid | (uint64_t)buf << 32;
+	uint64_t w2 = (uint64_t)(uint32_t)len | (uint64_t)(mask & 0xff) << 32;
+
+	memcpy(out, &w0, 8);
+	memcpy(out + 8, &self->token, 8);
+	memcpy(out + 16, &w2, 8);
+}
+
+static inline void wire_get(const void *in, struct shm_wire *w)
+{
+	uint64_t x[3];
+
+	memcpy(x, in, sizeof(x));
+	w->pid = (int32_t)(uint32_t)x[0];
+	w->buf = (uint32_t)(x[0] >> 32);
+	w->token = x[1];
+	w->len = (uint32_t)x[2];
+	w->mask = (uint8_t)(x[2] >> 32);
+}
 
 #define WIRE_MAX_HDR 64
 
@@ -134,7 +171,7 @@ static int shm_link_open(void *ctx, const struct lm_link_attr *attr, const void 
 	l->link.fd = l->epfd;
 	l->link.max_payload = SHM_BUF_SIZE;
 	/* What fits beside a header of three words (a typical message). */
-	l->link.inline_max = SHM_INLINE_MAX - sizeof(struct shm_wire) - 3 * 8;
+	l->link.inline_max = SHM_INLINE_MAX - WIRE_SIZE - 3 * 8;
 	l->link.caps = !attr->no_bulk && shm_cma_probe() == 0
 	                   ? LM_LINK_BULK_READ | LM_LINK_BULK_WRITE
 	                   : 0;
@@ -236,20 +273,18 @@ static ssize_t shm_link_send(struct lm_link *link, struct lm_link_peer *peer,
                              const void *hdr, const struct iovec *iov, size_t iov_count)
 {
 	struct shm_link *l = lm_container_of(link, struct shm_link, link);
-	struct shm_wire w = {
-	    .pid = l->self.pid, .buf = SHM_BUF_NONE, .token = l->self.token};
 	struct shm_cell *c;
 	uint64_t pos;
 	size_t len = 0, hl;
 	int idx = -1;
+	unsigned mask;
 
 	for (size_t i = 0; i < iov_count; i++)
 		len += iov[i].iov_len;
 	if (len > SHM_BUF_SIZE)
 		return -FI_EMSGSIZE;
-	w.len = (uint32_t)len;
-	w.mask = hdr_mask(hdr, &hl);
-	hl += sizeof(w);
+	mask = hdr_mask(hdr, &hl);
+	hl += WIRE_SIZE;
 	if (hl + len > SHM_INLINE_MAX) {
 		char *dst;
 		size_t off = 0;
@@ -265,7 +300,6 @@ static ssize_t shm_link_send(struct lm_link *link, struct lm_link_peer *peer,
 				memcpy(dst + off, iov[i].iov_base, iov[i].iov_len);
 			off += iov[i].iov_len;
 		}
-		w.buf = (uint32_t)idx;
 	}
 	c = shm_ring_claim(peer->sp, &pos);
 	if (!c) {
@@ -275,8 +309,8 @@ static ssize_t shm_link_send(struct lm_link *link, struct lm_link_peer *peer,
 		return -FI_EAGAIN;
 	}
 	/* Straight into the cell: wire, packed header, inline payload. */
-	memcpy(c->data, &w, sizeof(w));
-	hdr_pack(c->data + sizeof(w), hdr, w.mask);
+	wire_put(c->data, &l->self, idx < 0 ? SHM_BUF_NONE : (uint32_t)idx, len, mask);
+	hdr_pack(c->data + WIRE_SIZE, hdr, mask);
 	if (idx < 0) {
 		size_t off = hl;
 
@@ -319,13 +353,8 @@ static ssize_t shm_link_send_words(struct lm_link *link, struct lm_link_peer *pe
                                    const void *payload, size_t len)
 {
 	struct shm_link *l = lm_container_of(link, struct shm_link, link);
-	struct shm_wire w = {.pid = l->self.pid,
-	                     .buf = SHM_BUF_NONE,
-	                     .token = l->self.token,
-	                     .len = (uint32_t)len,
-	                     .mask = (uint8_t)mask};
 	unsigned n = popcount8(mask & 0xff);
-	size_t hl = sizeof(w) + 8 * (size_t)n;
+	size_t hl = WIRE_SIZE + 8 * (size_t)n;
 	struct shm_cell *c;
 	uint64_t pos;
 
@@ -337,9 +366,9 @@ static ssize_t shm_link_send_words(struct lm_link *link, struct lm_link_peer *pe
 		peer->want_buf = false;
 		return -FI_EAGAIN;
 	}
-	memcpy(c->data, &w, sizeof(w));
+	wire_put(c->data, &l->self, SHM_BUF_NONE, len, mask);
 	for (unsigned i = 0; i < n; i++)
-		memcpy(c->data + sizeof(w) + 8 * i, &words[i], 8);
+		memcpy(c->data + WIRE_SIZE + 8 * i, &words[i], 8);
 	if (len)
 		memcpy(c->data + hl, payload, len);
 	shm_ring_commit(c, pos, hl + len);
@@ -350,7 +379,7 @@ static ssize_t shm_link_send_words(struct lm_link *link, struct lm_link_peer *pe
 static int shm_link_poll(struct lm_link *link, int budget)
 {
 	struct shm_link *l = lm_container_of(link, struct shm_link, link);
-	unsigned char hdr[WIRE_MAX_HDR];
+	uint64_t hdr[WIRE_MAX_HDR / 8];
 	int n = 0;
 
 	if (!shm_ring_ready(l->region)) {
@@ -363,13 +392,17 @@ static int shm_link_poll(struct lm_link *link, int budget)
 		ssize_t hn;
 		const void *cell = shm_ring_peek(l->region, &len);
 		struct shm_wire w;
-		struct shm_bin_addr src = {0};
+		/* Built in whole words, as the engine compares it. */
+		union {
+			struct shm_bin_addr a;
+			uint64_t w[2];
+		} src;
 		const void *payload;
 
 		if (!cell)
 			break;
 		n++;
-		if (len < sizeof(w)) {
+		if (len < WIRE_SIZE) {
 			shm_ring_release(l->region);
 			continue;
 		}
@@ -378,15 +411,19 @@ static int shm_link_poll(struct lm_link *link, int budget)
 		 * An inline payload is read in place, as a bounce buffer's
 		 * is (a sender that rewrites it garbles its own message); the
 		 * cell stays ours until the flush after the loop. */
-		memcpy(&w, cell, sizeof(w));
+		wire_get(cell, &w);
 		shm_ring_consume(l->region);
-		hn = hdr_unpack(hdr, (const unsigned char *)cell + sizeof(w), len - sizeof(w),
+		hn = hdr_unpack(hdr, (const unsigned char *)cell + WIRE_SIZE, len - WIRE_SIZE,
 		                w.mask);
 		if (hn < 0)
 			continue;
-		hl = sizeof(w) + (size_t)hn;
-		src.pid = w.pid;
-		src.token = w.token;
+		hl = WIRE_SIZE + (size_t)hn;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		src.w[0] = (uint32_t)w.pid; /* pid, then zero */
+#else
+		src.w[0] = (uint64_t)(uint32_t)w.pid << 32;
+#endif
+		src.w[1] = w.token;
 		if (w.buf == SHM_BUF_NONE) {
 			if (w.len != len - hl)
 				continue;
