@@ -64,6 +64,10 @@ struct lm_cq {
 	 * that sees 0 returns -FI_EAGAIN without taking the lock. */
 	atomic_size_t filled;
 	atomic_int ref; /* endpoints bound (providers count them) and poll sets */
+	/* While a reader of the empty CQ runs its progress hooks (holding
+	 * plock), the thread and where its completions may go (cq.c). */
+	_Atomic pthread_t direct_owner;
+	struct lm_cq_direct *direct;
 };
 
 /* fi_cq_open for util-based domains (domain ops .cq_open). */

@@ -390,6 +390,118 @@ static void test_progress(void)
 	CHECK_INT(fi_close(&cq->fid), 0);
 }
 
+/* ---- completions posted while a reader progresses ----------------------
+ * They go straight into the reader's buffer while the CQ is empty, and to
+ * the ring once anything is there: in order either way, formats and
+ * source addresses as from the ring. */
+
+static void hook_burst(struct hook *h)
+{
+	struct fi_cq_err_entry err = {.op_context = ctx(100), .err = FI_EIO};
+	struct lm_cq *cq = h->obj;
+
+	if (h->runs != 1)
+		return;
+	for (uintptr_t i = 0; i < 3; i++) /* 0, 1 into the reader's 2; 2 to the ring */
+		lm_cq_write(cq, ctx(i), FI_RECV | FI_MSG, 10 + i, (void *)(0x1000 + i),
+		            20 + i, 30 + i, 40 + i);
+	lm_cq_write_err(cq, &err, FI_ADDR_NOTAVAIL);
+	lm_cq_write(cq, ctx(3), FI_SEND, 13, NULL, 23, 33, 43);
+}
+
+static void *other_thread_write(void *arg)
+{
+	lm_cq_write(arg, ctx(50), FI_SEND, 0, NULL, 0, 0, 0);
+	return NULL;
+}
+
+/* Another thread's entry comes first, so this thread's goes behind it. */
+static void hook_other_first(struct hook *h)
+{
+	pthread_t t;
+
+	if (h->runs != 1)
+		return;
+	CHECK_INT(pthread_create(&t, NULL, other_thread_write, h->obj), 0);
+	pthread_join(t, NULL);
+	lm_cq_write(h->obj, ctx(51), FI_SEND, 0, NULL, 0, 0, 0);
+}
+
+static void test_direct(void)
+{
+	struct fi_cq_tagged_entry e[4];
+	struct fi_cq_err_entry err = {0};
+	fi_addr_t src[4] = {1, 1, 1, 1};
+	struct fid_cq *cq = open_cq(FI_CQ_FORMAT_TAGGED, FI_WAIT_NONE, 0);
+	struct hook h = HOOK_INIT(hook_burst, NULL);
+
+	if (!cq)
+		return;
+	h.obj = lmcq(cq);
+	lm_cq_add_progress(lmcq(cq), &h.p);
+	memset(e, 0, sizeof(e));
+	CHECK_INT(fi_cq_readfrom(cq, e, 2, src), 2);
+	for (int i = 0; i < 2; i++) {
+		CHECK(e[i].op_context == ctx((uintptr_t)i));
+		CHECK_HEX(e[i].flags, FI_RECV | FI_MSG);
+		CHECK_INT(e[i].len, 10 + i);
+		CHECK(e[i].buf == (void *)(uintptr_t)(0x1000 + i));
+		CHECK_HEX(e[i].data, 20 + i);
+		CHECK_HEX(e[i].tag, 30 + i);
+		CHECK_HEX(src[i], 40 + i);
+	}
+	CHECK_HEX(src[2], 1);
+	CHECK_INT(lmcq(cq)->ring.head - lmcq(cq)->ring.tail, 3); /* 2, the error, 3 */
+	CHECK_INT(fi_cq_readfrom(cq, e, 4, src), 1);
+	CHECK(e[0].op_context == ctx(2));
+	CHECK_HEX(src[0], 42);
+	CHECK_INT(fi_cq_read(cq, e, 4), -FI_EAVAIL);
+	CHECK_INT(fi_cq_readerr(cq, &err, 0), 1);
+	CHECK(err.op_context == ctx(100));
+	CHECK_INT(fi_cq_read(cq, e, 4), 1);
+	CHECK(e[0].op_context == ctx(3));
+	CHECK_INT(e[0].len, 13);
+	CHECK_INT(fi_cq_read(cq, e, 4), -FI_EAGAIN);
+	CHECK_INT(h.runs, 6);
+	lm_cq_del_progress(lmcq(cq), &h.p);
+	CHECK_INT(fi_close(&cq->fid), 0);
+
+	/* The context format: only op_context is written, nothing past it. */
+	cq = open_cq(FI_CQ_FORMAT_CONTEXT, FI_WAIT_NONE, 0);
+	if (!cq)
+		return;
+	{
+		struct fi_cq_entry ce[3] = {{ctx(7)}, {ctx(7)}, {ctx(7)}};
+		struct hook h2 = HOOK_INIT(hook_burst, lmcq(cq));
+
+		lm_cq_add_progress(lmcq(cq), &h2.p);
+		CHECK_INT(fi_cq_read(cq, ce, 1), 1);
+		CHECK(ce[0].op_context == ctx(0));
+		CHECK(ce[1].op_context == ctx(7));
+		CHECK_INT(fi_cq_read(cq, ce, 3), 2); /* 1, 2; then the error */
+		CHECK(ce[0].op_context == ctx(1));
+		CHECK(ce[1].op_context == ctx(2));
+		CHECK(ce[2].op_context == ctx(7));
+		lm_cq_del_progress(lmcq(cq), &h2.p);
+	}
+	CHECK_INT(fi_close(&cq->fid), 0);
+
+	cq = open_cq(FI_CQ_FORMAT_CONTEXT, FI_WAIT_NONE, 0);
+	if (!cq)
+		return;
+	{
+		struct fi_cq_entry ce[2];
+		struct hook h3 = HOOK_INIT(hook_other_first, lmcq(cq));
+
+		lm_cq_add_progress(lmcq(cq), &h3.p);
+		CHECK_INT(fi_cq_read(cq, ce, 2), 2);
+		CHECK(ce[0].op_context == ctx(50));
+		CHECK(ce[1].op_context == ctx(51));
+		lm_cq_del_progress(lmcq(cq), &h3.p);
+	}
+	CHECK_INT(fi_close(&cq->fid), 0);
+}
+
 /* ---- blocking --------------------------------------------------------- */
 
 struct delayed {
@@ -785,6 +897,7 @@ int main(void)
 	test_errors();
 	test_overflow();
 	test_progress();
+	test_direct();
 	test_sread(FI_WAIT_UNSPEC);
 	test_sread(FI_WAIT_FD);
 	test_sread(FI_WAIT_YIELD);
