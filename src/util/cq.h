@@ -81,6 +81,75 @@ int lm_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq
  * fi_addr_t for fi_cq_readfrom, FI_ADDR_NOTAVAIL when unknown. */
 int lm_cq_write(struct lm_cq *cq, void *op_context, uint64_t flags, size_t len, void *buf,
                 uint64_t data, uint64_t tag, fi_addr_t src);
+
+/* Straight into the reader's buffer.  A thread reading an empty CQ
+ * (fi_cq_read, fi_cq_readfrom) that takes plock to run the progress
+ * hooks names itself and its buffer in the CQ (cq->direct_owner,
+ * cq->direct) until it lets plock go.  The completions that progress
+ * posts to the CQ in that thread, while the CQ stays empty, are written
+ * there in the CQ's format instead of going through the ring and its
+ * lock, and the read returns them.  Other threads see another thread's
+ * id (or none) and use the ring; anything in the ring (an error, an
+ * entry of another thread, one that did not fit) sends the rest there
+ * too, so no entry overtakes an earlier one of the same thread. */
+struct lm_cq_direct {
+	char *buf;
+	fi_addr_t *src;
+	size_t count, n;
+};
+
+/* The reader's target if the calling thread is that reader, else NULL. */
+static inline struct lm_cq_direct *lm_cq_direct_of(struct lm_cq *cq)
+{
+	pthread_t owner = atomic_load_explicit(&cq->direct_owner, memory_order_relaxed);
+
+	return owner && pthread_equal(owner, pthread_self()) ? cq->direct : NULL;
+}
+
+/* An entry in the CQ's format at out (an element of the application's
+ * array of that format: every format is a prefix of the tagged one). */
+static inline void lm_cq_put_entry(const struct lm_cq *cq, void *out, void *op_context,
+                                   uint64_t flags, size_t len, void *buf, uint64_t data,
+                                   uint64_t tag)
+{
+	struct fi_cq_tagged_entry *e = out;
+
+	switch (cq->format) {
+	case FI_CQ_FORMAT_TAGGED:
+		e->tag = tag;
+		/* fall through */
+	case FI_CQ_FORMAT_DATA:
+		e->buf = buf;
+		e->data = data;
+		/* fall through */
+	case FI_CQ_FORMAT_MSG:
+		e->flags = flags;
+		e->len = len;
+		/* fall through */
+	default:
+		e->op_context = op_context;
+		break;
+	}
+}
+
+/* The direct case of lm_cq_write: true when the entry went straight
+ * into the calling thread's read (inline, for the hottest callers). */
+static inline bool lm_cq_write_direct(struct lm_cq *cq, void *op_context, uint64_t flags,
+                                      size_t len, void *buf, uint64_t data, uint64_t tag,
+                                      fi_addr_t src)
+{
+	struct lm_cq_direct *d = lm_cq_direct_of(cq);
+
+	if (!d || d->n >= d->count || atomic_load_explicit(&cq->filled, memory_order_relaxed))
+		return false;
+	lm_cq_put_entry(cq, d->buf + d->n * cq->entry_size, op_context, flags, len, buf, data,
+	                tag);
+	if (d->src)
+		d->src[d->n] = src;
+	d->n++;
+	return true;
+}
+
 /* err->err must be a positive error code; err->err_data (err_data_size
  * bytes) is copied, so the caller's buffer may go away. */
 int lm_cq_write_err(struct lm_cq *cq, const struct fi_cq_err_entry *err, fi_addr_t src);

@@ -252,6 +252,8 @@ static inline int lm_rx_complete(struct lm_cq *cq, struct lm_rx_entry *rx,
 		tag = 0;
 	if (msg_len > cap)
 		return lm_rx_truncated(cq, rx, msg_len, cap, buf, data, tag, src, flags);
+	if (lm_cq_write_direct(cq, rx->context, flags, msg_len, buf, data, tag, src))
+		return 0;
 	return lm_cq_write(cq, rx->context, flags, msg_len, buf, data, tag, src);
 }
 /* fi_cancel's FI_ECANCELED error entry for rx. */

@@ -382,11 +382,6 @@ static int shm_link_poll(struct lm_link *link, int budget)
 	uint64_t hdr[WIRE_MAX_HDR / 8];
 	int n = 0;
 
-	if (!shm_ring_ready(l->region)) {
-		if (shm_ring_flush_due(l->region))
-			shm_ring_flush(l->region);
-		return 0;
-	}
 	while (n < budget) {
 		size_t len, hl;
 		ssize_t hn;
