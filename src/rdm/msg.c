@@ -1,7 +1,9 @@
 /* msg.c - FI_MSG and FI_TAGGED over the engine: posting receives and
  * matching them (util's tagmatch), eager delivery, rendezvous by bulk read
  * or CTS/DATA, unexpected messages, peek/claim/discard, multi-receive
- * buffers, and the send calls. */
+ * buffers, and the send calls; and the dispatch of every incoming packet
+ * (here, so that a message's arrival is one function from the link's
+ * callback to its completion). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -516,7 +518,7 @@ static void early_done(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r, size_t n)
  * (LM_HF_EARLY), the rest of its payload still coming: if a posted
  * receive takes it, ask for the rest at once (the handshake then overlaps
  * the piece's transfer) and have the link read the iov list and the piece
- * into place; when the piece does not fit whole, lm_rdm_msg_recv copies
+ * into place; when the piece does not fit whole, msg_recv copies
  * what fits.  Unexpected, the piece is dropped: CTS from 0 later. */
 static size_t early_place(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
                           const struct lm_rdm_hdr *h, size_t plen, struct iovec *iov)
@@ -703,8 +705,11 @@ void lm_rdm_on_pushed(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 
 /* ---- arrivals ------------------------------------------------------------- */
 
-void lm_rdm_msg_recv(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
-                     const struct lm_rdm_hdr *h, const void *payload, size_t plen)
+/* An EAGER or RTS packet.  Inline in the dispatch below, its one caller:
+ * every message comes this way. */
+static LM_HOT_INLINE void msg_recv(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
+                                   const struct lm_rdm_hdr *h, const void *payload,
+                                   size_t plen)
 {
 	bool tagged = h->flags & LM_HF_TAGGED;
 	struct lm_match *m = tagged ? &ep->tagged : &ep->msg;
@@ -804,6 +809,61 @@ void lm_rdm_msg_recv(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 	lm_match_add_unexp(m, &x->u);
 }
 
+/* ---- dispatch --------------------------------------------------------------- */
+
+void lm_rdm_recv_pkt(void *arg, const void *src_addr, const void *hdr,
+                     const void *payload, size_t plen)
+{
+	struct lm_rdm_ep *ep = arg;
+	struct lm_rdm_hdr h;
+	struct lm_rdm_peer *peer;
+
+	lm_rdm_hdr_load(&h, hdr);
+	if (h.version != LM_RDM_WIRE_VERSION || h.len != plen || !h.op ||
+	    h.op >= LM_OP_MAX) {
+		LM_WARN(ep->dom->util.fabric->prov, FI_LOG_EP_DATA,
+		        "dropping packet: version %u op %u len %u/%zu\n", h.version, h.op,
+		        h.len, plen);
+		return;
+	}
+	peer = lm_rdm_peer_of_src(ep, src_addr);
+	if (!peer)
+		return;
+	switch (h.op) {
+	case LM_OP_EAGER:
+	case LM_OP_RTS:
+		lm_rdm_credit_back(peer, h.rreq);
+		msg_recv(ep, peer, &h, payload, plen);
+		break;
+	case LM_OP_CTS:
+		lm_rdm_on_cts(ep, peer, &h);
+		break;
+	case LM_OP_DATA:
+		lm_rdm_rndv_data(ep, peer, &h, payload, plen);
+		break;
+	case LM_OP_FIN:
+	case LM_OP_ACK:
+		lm_rdm_on_fin(ep, peer, &h);
+		break;
+	case LM_OP_ATOMIC:
+	case LM_OP_ATOMIC_RESP:
+		lm_rdm_atomic_recv(ep, peer, &h, payload, plen);
+		break;
+	case LM_OP_PUSH:
+		lm_rdm_on_push(ep, peer, &h, payload, plen);
+		break;
+	case LM_OP_PUSHED:
+		lm_rdm_on_pushed(ep, peer, &h);
+		break;
+	case LM_OP_CREDIT:
+		lm_rdm_credit_back(peer, h.size);
+		break;
+	default:
+		lm_rdm_rma_recv(ep, peer, &h, payload, plen);
+		break;
+	}
+}
+
 /* A queued message taken by a receive (post or claim). */
 static void deliver_unexp(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx,
                           struct lm_rdm_unexp *x, bool queued)
@@ -860,9 +920,11 @@ static ssize_t peek(struct lm_rdm_ep *ep, struct lm_match *m,
 	return 0;
 }
 
-static ssize_t post_recv(struct lm_rdm_ep *ep, const struct iovec *iov, void **desc,
-                         size_t count, fi_addr_t src, uint64_t tag, uint64_t ignore,
-                         uint64_t flags, void *context, bool tagged)
+/* Inline in each receive call, as do_send. */
+static LM_HOT_INLINE ssize_t post_recv(struct lm_rdm_ep *ep, const struct iovec *iov,
+                                       void **desc, size_t count, fi_addr_t src,
+                                       uint64_t tag, uint64_t ignore, uint64_t flags,
+                                       void *context, bool tagged)
 {
 	struct lm_match *m = tagged ? &ep->tagged : &ep->msg;
 	struct lm_rdm_rx *rx;
@@ -1109,9 +1171,11 @@ static inline ssize_t send_eager_words(struct lm_rdm_ep *ep, struct lm_rdm_peer 
 	return ep->link->ops->send_words(ep->link, peer->lp, words, mask, payload, h->len);
 }
 
-static ssize_t do_send(struct lm_rdm_ep *ep, const struct iovec *iov, size_t count,
-                       fi_addr_t dest, uint64_t tag, uint64_t data, uint64_t flags,
-                       void *context, bool tagged, bool inject_call)
+/* Inline in each send call: their constant arguments fold away. */
+static LM_HOT_INLINE ssize_t do_send(struct lm_rdm_ep *ep, const struct iovec *iov,
+                                     size_t count, fi_addr_t dest, uint64_t tag,
+                                     uint64_t data, uint64_t flags, void *context,
+                                     bool tagged, bool inject_call)
 {
 	struct lm_rdm_peer *peer;
 	struct lm_rdm_tx *tx;

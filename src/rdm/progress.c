@@ -1,4 +1,4 @@
-/* progress.c - the engine's progress: incoming packet dispatch, requests
+/* progress.c - the engine's progress: reading the link, requests
  * and their handles, packets waiting for link room, completions of
  * finished operations, and the liveness checks that turn a dead peer into
  * error completions. */
@@ -601,13 +601,10 @@ void lm_rdm_ctl_send(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 	lm_rdm_busy(ep);
 }
 
-void lm_rdm_credit_owe(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer, size_t n)
+void lm_rdm_credit_return(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer)
 {
 	struct lm_rdm_hdr h = {.version = LM_RDM_WIRE_VERSION, .op = LM_OP_CREDIT};
 
-	peer->owed += n;
-	if (peer->owed < LM_CREDIT_RETURN || peer->dead)
-		return;
 	h.size = peer->owed;
 	peer->owed = 0;
 	lm_rdm_ctl_send(ep, peer, &h, NULL, 0);
@@ -640,7 +637,7 @@ static void ctl_queue_flush(struct lm_rdm_ep *ep)
 
 /* ---- answers to our requests -------------------------------------------- */
 
-static void on_cts(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
+void lm_rdm_on_cts(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
                    const struct lm_rdm_hdr *h)
 {
 	struct lm_rdm_tx *tx = lm_rdm_tx_lookup(ep, h->sreq, peer);
@@ -662,7 +659,7 @@ static void on_cts(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 	lm_rdm_tx_flush(ep);
 }
 
-static void on_fin(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
+void lm_rdm_on_fin(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
                    const struct lm_rdm_hdr *h)
 {
 	struct lm_rdm_tx *tx = lm_rdm_tx_lookup(ep, h->sreq, peer);
@@ -678,61 +675,6 @@ static void on_fin(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 	/* A FIN may overtake nothing but may arrive while DATA is still
 	 * queued (the receiver gave up): drop the rest. */
 	lm_rdm_tx_done(ep, tx, err);
-}
-
-/* ---- dispatch --------------------------------------------------------------- */
-
-void lm_rdm_recv_pkt(void *arg, const void *src_addr, const void *hdr,
-                     const void *payload, size_t plen)
-{
-	struct lm_rdm_ep *ep = arg;
-	struct lm_rdm_hdr h;
-	struct lm_rdm_peer *peer;
-
-	lm_rdm_hdr_load(&h, hdr);
-	if (h.version != LM_RDM_WIRE_VERSION || h.len != plen || !h.op ||
-	    h.op >= LM_OP_MAX) {
-		LM_WARN(ep->dom->util.fabric->prov, FI_LOG_EP_DATA,
-		        "dropping packet: version %u op %u len %u/%zu\n", h.version, h.op,
-		        h.len, plen);
-		return;
-	}
-	peer = lm_rdm_peer_of_src(ep, src_addr);
-	if (!peer)
-		return;
-	switch (h.op) {
-	case LM_OP_EAGER:
-	case LM_OP_RTS:
-		lm_rdm_credit_back(peer, h.rreq);
-		lm_rdm_msg_recv(ep, peer, &h, payload, plen);
-		break;
-	case LM_OP_CTS:
-		on_cts(ep, peer, &h);
-		break;
-	case LM_OP_DATA:
-		lm_rdm_rndv_data(ep, peer, &h, payload, plen);
-		break;
-	case LM_OP_FIN:
-	case LM_OP_ACK:
-		on_fin(ep, peer, &h);
-		break;
-	case LM_OP_ATOMIC:
-	case LM_OP_ATOMIC_RESP:
-		lm_rdm_atomic_recv(ep, peer, &h, payload, plen);
-		break;
-	case LM_OP_PUSH:
-		lm_rdm_on_push(ep, peer, &h, payload, plen);
-		break;
-	case LM_OP_PUSHED:
-		lm_rdm_on_pushed(ep, peer, &h);
-		break;
-	case LM_OP_CREDIT:
-		lm_rdm_credit_back(peer, h.size);
-		break;
-	default:
-		lm_rdm_rma_recv(ep, peer, &h, payload, plen);
-		break;
-	}
 }
 
 /* ---- liveness ----------------------------------------------------------------- */

@@ -503,9 +503,17 @@ static inline void lm_rdm_peer_revive(struct lm_rdm_peer *p)
 	p->credit = LM_EAGER_CREDIT;
 	p->owed = 0;
 }
+/* Give peer what it is owed, with CREDIT. */
+void lm_rdm_credit_return(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer);
 /* Eager bytes of peer consumed here (delivered, discarded or dropped):
  * given back with CREDIT once LM_CREDIT_RETURN have added up. */
-void lm_rdm_credit_owe(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer, size_t n);
+static inline void lm_rdm_credit_owe(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
+                                     size_t n)
+{
+	peer->owed += n;
+	if (peer->owed >= LM_CREDIT_RETURN && !peer->dead)
+		lm_rdm_credit_return(ep, peer);
+}
 /* n bytes of credit given back by peer (CREDIT, or riding a message). */
 void lm_rdm_credit_back(struct lm_rdm_peer *peer, uint64_t n);
 
@@ -531,8 +539,7 @@ static inline void lm_rdm_busy(struct lm_rdm_ep *ep)
 void lm_rdm_progress(struct lm_rdm_ep *ep, bool sleepy);
 void lm_rdm_hook_run(struct lm_progress *p);
 void lm_rdm_progress_locked(struct lm_rdm_ep *ep);
-void lm_rdm_recv_pkt(void *arg, const void *src_addr, const void *hdr,
-                     const void *payload, size_t payload_len);
+
 struct lm_rdm_tx *lm_rdm_tx_alloc(struct lm_rdm_ep *ep);
 void lm_rdm_tx_free(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx);
 /* The live request named by handle that went to from, or NULL. */
@@ -574,15 +581,21 @@ void lm_rdm_tx_flush(struct lm_rdm_ep *ep);
 void lm_rdm_ctl_send(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
                      const struct lm_rdm_hdr *hdr, const void *payload, size_t len);
 void lm_rdm_tx_done(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx, int err);
+/* Answers to our requests: CTS (send the DATA asked for), FIN or ACK. */
+void lm_rdm_on_cts(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
+                   const struct lm_rdm_hdr *h);
+void lm_rdm_on_fin(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
+                   const struct lm_rdm_hdr *h);
 /* Every request, rendezvous and queued answer with peer ends with err. */
 void lm_rdm_fail_peer(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer, int err);
 const char *lm_rdm_strerror(struct lm_cq *cq, int prov_errno, const void *err_data);
 
 /* msg.c */
 extern const struct fi_ops_msg lm_rdm_msg_ops;
+/* lm_link_attr.recv: every packet from a link. */
+void lm_rdm_recv_pkt(void *arg, const void *src_addr, const void *hdr,
+                     const void *payload, size_t payload_len);
 extern const struct fi_ops_tagged lm_rdm_tagged_ops;
-void lm_rdm_msg_recv(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
-                     const struct lm_rdm_hdr *h, const void *payload, size_t plen);
 void lm_rdm_rndv_data(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
                       const struct lm_rdm_hdr *h, const void *payload, size_t plen);
 /* lm_link_attr.place / placed: DATA pieces read straight into the
