@@ -610,14 +610,6 @@ void lm_rdm_credit_return(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer)
 	lm_rdm_ctl_send(ep, peer, &h, NULL, 0);
 }
 
-void lm_rdm_credit_back(struct lm_rdm_peer *peer, uint64_t n)
-{
-	/* Never above the start: a peer cannot talk us into sending more
-	 * than it may be made to hold. */
-	peer->credit = n > LM_EAGER_CREDIT - peer->credit ? LM_EAGER_CREDIT
-	                                                  : peer->credit + n;
-}
-
 static void ctl_queue_flush(struct lm_rdm_ep *ep)
 {
 	struct lm_list *it;

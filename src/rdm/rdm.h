@@ -514,8 +514,14 @@ static inline void lm_rdm_credit_owe(struct lm_rdm_ep *ep, struct lm_rdm_peer *p
 	if (peer->owed >= LM_CREDIT_RETURN && !peer->dead)
 		lm_rdm_credit_return(ep, peer);
 }
-/* n bytes of credit given back by peer (CREDIT, or riding a message). */
-void lm_rdm_credit_back(struct lm_rdm_peer *peer, uint64_t n);
+/* n bytes of credit given back by peer (CREDIT, or riding a message).
+ * Never above the start: a peer cannot talk us into sending more than it
+ * may be made to hold. */
+static inline void lm_rdm_credit_back(struct lm_rdm_peer *peer, uint64_t n)
+{
+	peer->credit = n > LM_EAGER_CREDIT - peer->credit ? LM_EAGER_CREDIT
+	                                                  : peer->credit + n;
+}
 
 static inline struct lm_rdm_ctx *lm_rdm_ctx_of(struct fid_ep *fid)
 {

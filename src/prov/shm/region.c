@@ -522,12 +522,8 @@ static void shm_bell_send(const char *name)
 		             (struct sockaddr *)&sa, len);
 }
 
-void shm_doorbell_ring(struct shm_peer *p)
+void shm_doorbell_send(struct shm_peer *p)
 {
-	atomic_thread_fence(memory_order_seq_cst);
-	if (!atomic_load_explicit(&p->map.hdr->sleeping, memory_order_relaxed) ||
-	    !atomic_exchange_explicit(&p->map.hdr->sleeping, 0, memory_order_relaxed))
-		return;
 	shm_bell_send(p->name);
 }
 

@@ -11,38 +11,6 @@ _Static_assert(sizeof(struct shm_cell) == SHM_CELL_SIZE, "cell size is wire form
 _Static_assert(offsetof(struct shm_cell, data) == SHM_CELL_HDR, "cell header size");
 _Static_assert(sizeof(struct shm_hdr) % 64 == 0, "header keeps cells cache aligned");
 
-struct shm_cell *shm_ring_claim(struct shm_peer *p, uint64_t *pos_out)
-{
-	struct shm_map *m = &p->map;
-	_Atomic uint64_t *head = &m->hdr->ring_head;
-	uint64_t pos = atomic_load_explicit(head, memory_order_relaxed);
-
-	for (;;) {
-		/* Room: what the owner freed, as last read; read again only
-		 * when that says full.  A ring_freed ahead of ring_head (a
-		 * corrupt header) reads as full too: -FI_EAGAIN, no hang. */
-		if (pos - p->freed >= m->mask + 1) {
-			p->freed = atomic_load_explicit(&m->hdr->ring_freed,
-			                                memory_order_acquire);
-			if (pos - p->freed >= m->mask + 1)
-				return NULL;
-		}
-		if (atomic_compare_exchange_weak_explicit(head, &pos, pos + 1,
-		                                          memory_order_relaxed,
-		                                          memory_order_relaxed))
-			break;
-		/* pos now holds the current head: try it. */
-	}
-	*pos_out = pos;
-	return &m->cells[pos & m->mask];
-}
-
-void shm_ring_commit(struct shm_cell *c, uint64_t pos, size_t len)
-{
-	c->len = (uint32_t)len;
-	atomic_store_explicit(&c->seq, pos + 1, memory_order_release);
-}
-
 int shm_ring_push(struct shm_peer *p, const void *hdr, size_t hdr_len,
                   const struct iovec *payload, size_t iovcnt)
 {

@@ -234,9 +234,39 @@ bool shm_peer_alive(const struct shm_peer *p);
 
 /* Producer, in two steps: a free cell (its data is ours to fill) and its
  * position, or NULL when the ring is full; then commit it with len bytes
- * of data (at most SHM_INLINE_MAX), which hands it to the owner. */
-struct shm_cell *shm_ring_claim(struct shm_peer *p, uint64_t *pos);
-void shm_ring_commit(struct shm_cell *c, uint64_t pos, size_t len);
+ * of data (at most SHM_INLINE_MAX), which hands it to the owner.  Inline:
+ * they are the send path of every message. */
+static inline struct shm_cell *shm_ring_claim(struct shm_peer *p, uint64_t *pos_out)
+{
+	struct shm_map *m = &p->map;
+	_Atomic uint64_t *head = &m->hdr->ring_head;
+	uint64_t pos = atomic_load_explicit(head, memory_order_relaxed);
+
+	for (;;) {
+		/* Room: what the owner freed, as last read; read again only
+		 * when that says full.  A ring_freed ahead of ring_head (a
+		 * corrupt header) reads as full too: -FI_EAGAIN, no hang. */
+		if (pos - p->freed >= m->mask + 1) {
+			p->freed = atomic_load_explicit(&m->hdr->ring_freed,
+			                                memory_order_acquire);
+			if (pos - p->freed >= m->mask + 1)
+				return NULL;
+		}
+		if (atomic_compare_exchange_weak_explicit(head, &pos, pos + 1,
+		                                          memory_order_relaxed,
+		                                          memory_order_relaxed))
+			break;
+		/* pos now holds the current head: try it. */
+	}
+	*pos_out = pos;
+	return &m->cells[pos & m->mask];
+}
+
+static inline void shm_ring_commit(struct shm_cell *c, uint64_t pos, size_t len)
+{
+	c->len = (uint32_t)len;
+	atomic_store_explicit(&c->seq, pos + 1, memory_order_release);
+}
 /* Copy hdr then the payload iov into one cell of the peer's ring.
  * -FI_EMSGSIZE if the total exceeds SHM_INLINE_MAX, -FI_EAGAIN if the ring is
  * full (never blocks).  Does not ring the doorbell: call shm_doorbell_ring
@@ -361,8 +391,16 @@ int shm_doorbell_arm(struct shm_region *r);
 void shm_doorbell_disarm(struct shm_region *r);
 /* Owner: consume pending doorbell datagrams so the fd stops being readable. */
 void shm_doorbell_drain(struct shm_region *r);
-/* Producer: wake the owner if it sleeps.  Non-blocking, errors ignored. */
-void shm_doorbell_ring(struct shm_peer *p);
+/* Producer: wake the owner if it sleeps.  Non-blocking, errors ignored.
+ * Inline, its datagram out of line (shm_doorbell_send). */
+void shm_doorbell_send(struct shm_peer *p);
+static inline void shm_doorbell_ring(struct shm_peer *p)
+{
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&p->map.hdr->sleeping, memory_order_relaxed) &&
+	    atomic_exchange_explicit(&p->map.hdr->sleeping, 0, memory_order_relaxed))
+		shm_doorbell_send(p);
+}
 
 /* ---- room wanted (region.c) -----------------------------------------------
  * A producer that finds the peer's ring (or its bounce buffers) full and
