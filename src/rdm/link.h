@@ -67,9 +67,6 @@ struct lm_link_pkt {
  * message's first piece, and a reply may go eager up to max_payload. */
 #define LM_LINK_EARLY      (1u << 2)
 
-/* Header words send_words takes with a payload of inline_max bytes. */
-#define LM_LINK_WORDS_INLINE 3
-
 /* The common head of every link instance (one per endpoint); the link's
  * own state follows it. */
 struct lm_link {
@@ -110,8 +107,8 @@ struct lm_link_ops {
 	/* Optional, for the small messages whose latency matters: as send,
 	 * with the header given as words: bit i of mask says its 8-byte
 	 * word i is the next of words[] (in increasing i), and the words
-	 * mask leaves out are zero.  One payload piece of at most
-	 * inline_max bytes, with at most LM_LINK_WORDS_INLINE words. */
+	 * mask leaves out are zero.  One payload piece (the engine uses it
+	 * for payloads up to inline_max). */
 	ssize_t (*send_words)(struct lm_link *link, struct lm_link_peer *peer,
 	                      const uint64_t *words, unsigned mask, const void *payload,
 	                      size_t len);

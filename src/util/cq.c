@@ -36,19 +36,24 @@ struct lm_cq_ovf {
 
 /* ---- progress and wait helpers shared with counters -------------------- */
 
-void lm_progress_run_all(struct lm_list *hooks, struct lm_lock *plock)
+static inline void run_hooks(struct lm_list *hooks)
 {
 	struct lm_list *it;
 
-	/* Someone else progressing already: their completions wake us. */
-	if (!lm_lock_try(plock))
-		return;
 	lm_list_foreach(hooks, it)
 	{
 		struct lm_progress *p = lm_list_entry(it, struct lm_progress, node);
 
 		p->run(p);
 	}
+}
+
+void lm_progress_run_all(struct lm_list *hooks, struct lm_lock *plock)
+{
+	/* Someone else progressing already: their completions wake us. */
+	if (!lm_lock_try(plock))
+		return;
+	run_hooks(hooks);
 	lm_lock_release(plock);
 }
 
@@ -281,6 +286,25 @@ static LM_HOT_INLINE ssize_t cq_read_locked(struct lm_cq *cq, void *buf, size_t 
 	return (ssize_t)i;
 }
 
+/* lm_progress_run_all for a reader of the empty CQ, naming this thread
+ * the direct reader: how many completions went straight into buf (none
+ * when another thread progresses; its entries wake us). */
+static inline size_t cq_progress_direct(struct lm_cq *cq, void *buf, size_t count,
+                                        fi_addr_t *src)
+{
+	struct lm_cq_direct d = {.buf = buf, .src = src, .count = count};
+
+	if (!lm_lock_try(&cq->plock))
+		return 0;
+	cq->direct = &d;
+	atomic_store_explicit(&cq->direct_owner, pthread_self(), memory_order_relaxed);
+	run_hooks(&cq->progress);
+	atomic_store_explicit(&cq->direct_owner, (pthread_t)0, memory_order_relaxed);
+	cq->direct = NULL;
+	lm_lock_release(&cq->plock);
+	return d.n;
+}
+
 static ssize_t cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count, fi_addr_t *src)
 {
 	struct lm_cq *cq = lm_container_of(cq_fid, struct lm_cq, cq_fid);
@@ -290,30 +314,13 @@ static ssize_t cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count, fi_ad
 	if (count && !buf)
 		return -FI_EINVAL;
 	if (count && !atomic_load_explicit(&cq->filled, memory_order_relaxed)) {
-		struct lm_cq_direct d = {.buf = buf, .src = src, .count = count};
-		struct lm_list *it;
+		size_t n = cq_progress_direct(cq, buf, count, src);
 
-		/* lm_progress_run_all, naming this thread the direct reader
-		 * (when another thread progresses, its entries wake us). */
-		if (!lm_lock_try(&cq->plock))
-			goto ring;
-		cq->direct = &d;
-		atomic_store_explicit(&cq->direct_owner, pthread_self(), memory_order_relaxed);
-		lm_list_foreach(&cq->progress, it)
-		{
-			struct lm_progress *p = lm_list_entry(it, struct lm_progress, node);
-
-			p->run(p);
-		}
-		atomic_store_explicit(&cq->direct_owner, (pthread_t)0, memory_order_relaxed);
-		cq->direct = NULL;
-		lm_lock_release(&cq->plock);
-		if (d.n)
-			return (ssize_t)d.n;
+		if (n)
+			return (ssize_t)n;
 	} else {
 		lm_progress_run_all(&cq->progress, &cq->plock);
 	}
-ring:
 	if (!atomic_load_explicit(&cq->filled, memory_order_relaxed))
 		return -FI_EAGAIN; /* readerr's err_data then lives a little longer */
 	lm_lock_acquire(&cq->lock);

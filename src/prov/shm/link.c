@@ -226,25 +226,21 @@ static void shm_link_peer_close(struct lm_link *link, struct lm_link_peer *peer)
 	free(peer);
 }
 
-/* Which of the header's eight words are non-zero (bit i: word i); *bytes
- * their packed size.  Branches, not arithmetic: a program's messages
- * repeat one pattern, and most words are zero. */
-static inline uint8_t hdr_mask(const void *hdr, size_t *bytes)
+/* Which of the header's eight words are non-zero (bit i: word i).
+ * Branches, not arithmetic: a program's messages repeat one pattern, and
+ * most words are zero. */
+static inline uint8_t hdr_mask(const void *hdr)
 {
 	unsigned mask = 0;
-	size_t n = 0;
 
 #pragma GCC unroll 8
 	for (unsigned i = 0; i < WIRE_MAX_HDR / 8; i++) {
 		uint64_t w;
 
 		memcpy(&w, (const char *)hdr + i * 8, 8);
-		if (w) {
+		if (w)
 			mask |= 1u << i;
-			n += 8;
-		}
 	}
-	*bytes = n;
 	return (uint8_t)mask;
 }
 
@@ -269,22 +265,28 @@ static inline ssize_t hdr_unpack(void *hdr, const unsigned char *in, size_t avai
 	return n > avail ? -1 : (ssize_t)n;
 }
 
-static ssize_t shm_link_send(struct lm_link *link, struct lm_link_peer *peer,
-                             const void *hdr, const struct iovec *iov, size_t iov_count)
+/* Set bits of a byte (without a call where the CPU lacks popcnt). */
+static inline unsigned popcount8(unsigned x)
 {
-	struct shm_link *l = lm_container_of(link, struct shm_link, link);
+	x = x - ((x >> 1) & 0x55);
+	x = (x & 0x33) + ((x >> 2) & 0x33);
+	return (x + (x >> 4)) & 0x0f;
+}
+
+/* A packet whose header is already packed: words holds the header words
+ * mask names, in order.  The payload (len bytes of iov) goes inline when
+ * it fits the cell beside them, else through a bounce buffer. */
+static LM_HOT_INLINE ssize_t send_packed(struct shm_link *l, struct lm_link_peer *peer,
+                                         const uint64_t *words, unsigned mask,
+                                         const struct iovec *iov, size_t iov_count,
+                                         size_t len)
+{
+	unsigned n = popcount8(mask);
+	size_t hl = WIRE_SIZE + 8 * (size_t)n;
 	struct shm_cell *c;
 	uint64_t pos;
-	size_t len = 0, hl;
 	int idx = -1;
-	unsigned mask;
 
-	for (size_t i = 0; i < iov_count; i++)
-		len += iov[i].iov_len;
-	if (len > SHM_BUF_SIZE)
-		return -FI_EMSGSIZE;
-	mask = hdr_mask(hdr, &hl);
-	hl += WIRE_SIZE;
 	if (hl + len > SHM_INLINE_MAX) {
 		char *dst;
 		size_t off = 0;
@@ -310,7 +312,8 @@ static ssize_t shm_link_send(struct lm_link *link, struct lm_link_peer *peer,
 	}
 	/* Straight into the cell: wire, packed header, inline payload. */
 	wire_put(c->data, &l->self, idx < 0 ? SHM_BUF_NONE : (uint32_t)idx, len, mask);
-	hdr_pack(c->data + WIRE_SIZE, hdr, mask);
+	for (unsigned i = 0; i < n; i++)
+		memcpy(c->data + WIRE_SIZE + 8 * i, &words[i], 8);
 	if (idx < 0) {
 		size_t off = hl;
 
@@ -327,53 +330,35 @@ static ssize_t shm_link_send(struct lm_link *link, struct lm_link_peer *peer,
 	return 0;
 }
 
-/* shm_link_send for a header given as words: unpacked first. */
-static __attribute__((noinline)) ssize_t
-shm_link_send_unpacked(struct lm_link *link, struct lm_link_peer *peer, const uint64_t *words,
-                       unsigned mask, const void *payload, size_t len)
+static ssize_t shm_link_send(struct lm_link *link, struct lm_link_peer *peer,
+                             const void *hdr, const struct iovec *iov, size_t iov_count)
 {
-	unsigned char hdr[WIRE_MAX_HDR] = {0};
-	struct iovec iov = {(void *)payload, len};
+	struct shm_link *l = lm_container_of(link, struct shm_link, link);
+	uint64_t words[WIRE_MAX_HDR / 8];
+	size_t len = 0;
+	unsigned mask;
 
-	for (unsigned i = 0; mask; mask &= mask - 1, i++)
-		memcpy(hdr + __builtin_ctz(mask) * 8, &words[i], 8);
-	return shm_link_send(link, peer, hdr, &iov, 1);
+	for (size_t i = 0; i < iov_count; i++)
+		len += iov[i].iov_len;
+	if (len > SHM_BUF_SIZE)
+		return -FI_EMSGSIZE;
+	mask = hdr_mask(hdr);
+	hdr_pack((unsigned char *)words, hdr, mask);
+	return send_packed(l, peer, words, mask, iov, iov_count, len);
 }
 
-/* Set bits of a byte (without a call where the CPU lacks popcnt). */
-static inline unsigned popcount8(unsigned x)
-{
-	x = x - ((x >> 1) & 0x55);
-	x = (x & 0x33) + ((x >> 2) & 0x33);
-	return (x + (x >> 4)) & 0x0f;
-}
-
+/* The header as its words: what the cell carries, so nothing to scan or
+ * pack (a payload too large for the cell beside them goes by buffer). */
 static ssize_t shm_link_send_words(struct lm_link *link, struct lm_link_peer *peer,
                                    const uint64_t *words, unsigned mask,
                                    const void *payload, size_t len)
 {
 	struct shm_link *l = lm_container_of(link, struct shm_link, link);
-	unsigned n = popcount8(mask & 0xff);
-	size_t hl = WIRE_SIZE + 8 * (size_t)n;
-	struct shm_cell *c;
-	uint64_t pos;
+	struct iovec iov = {(void *)payload, len};
 
-	/* The packed header is what the words already are. */
-	if (hl + len > SHM_INLINE_MAX || mask > 0xff)
-		return shm_link_send_unpacked(link, peer, words, mask, payload, len);
-	c = shm_ring_claim(peer->sp, &pos);
-	if (!c) {
-		peer->want_buf = false;
-		return -FI_EAGAIN;
-	}
-	wire_put(c->data, &l->self, SHM_BUF_NONE, len, mask);
-	for (unsigned i = 0; i < n; i++)
-		memcpy(c->data + WIRE_SIZE + 8 * i, &words[i], 8);
-	if (len)
-		memcpy(c->data + hl, payload, len);
-	shm_ring_commit(c, pos, hl + len);
-	shm_doorbell_ring(peer->sp);
-	return 0;
+	if (mask > 0xff || len > SHM_BUF_SIZE)
+		return -FI_EMSGSIZE;
+	return send_packed(l, peer, words, mask, &iov, 1, len);
 }
 
 static int shm_link_poll(struct lm_link *link, int budget)
