@@ -825,6 +825,24 @@ static bool room_asked(struct lm_rdm_ep *ep)
 	return true;
 }
 
+/* Is a reader of h's CQ or counter asleep, or promised a wake-up? */
+static bool hook_sleepy(const struct lm_rdm_hook *h)
+{
+	return h->cq ? atomic_load(&h->cq->sleepers) || atomic_load(&h->cq->armed)
+	             : atomic_load(&h->cntr->sleepers) || atomic_load(&h->cntr->armed);
+}
+
+/* Under ep->lock, while armed: does a reader of another of ep's CQs or
+ * counters still sleep?  Then the link stays armed for it, whoever
+ * polls meanwhile. */
+static bool others_sleepy(const struct lm_rdm_ep *ep)
+{
+	for (size_t i = 0; i < ep->nhooks; i++)
+		if (hook_sleepy(&ep->hooks[i]))
+			return true;
+	return false;
+}
+
 static LM_HOT_INLINE void progress(struct lm_rdm_ep *ep, bool sleepy)
 {
 	bool quiet = !sleepy && atomic_load_explicit(&ep->quiet, memory_order_relaxed);
@@ -846,6 +864,7 @@ static LM_HOT_INLINE void progress(struct lm_rdm_ep *ep, bool sleepy)
 		}
 	}
 	if (ep->enabled) {
+		sleepy = sleepy || (ep->armed && others_sleepy(ep));
 		lm_rdm_progress_locked(ep);
 		/* A reader is about to sleep on the doorbell: ask senders to
 		 * ring it, then look once more for what raced with arming. */
@@ -890,9 +909,6 @@ void lm_rdm_progress(struct lm_rdm_ep *ep, bool sleepy)
 void lm_rdm_hook_run(struct lm_progress *p)
 {
 	struct lm_rdm_hook *h = lm_container_of(p, struct lm_rdm_hook, p);
-	bool sleepy =
-	    h->cq ? atomic_load(&h->cq->sleepers) || atomic_load(&h->cq->armed)
-	          : atomic_load(&h->cntr->sleepers) || atomic_load(&h->cntr->armed);
 
-	progress(h->ep, sleepy);
+	progress(h->ep, hook_sleepy(h));
 }

@@ -2,7 +2,10 @@
  * sleeps in the kernel (little CPU time) and wakes promptly when the peer
  * sends 200 ms later, for small and rendezvous messages with and without
  * CMA; an FI_WAIT_FD CQ's descriptor becomes readable in epoll when a
- * message arrives, after fi_trywait said it may sleep. */
+ * message arrives, after fi_trywait said it may sleep; a thread asleep on
+ * the receive CQ still wakes while another thread polls the send CQ. */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -117,6 +120,57 @@ static void fd_round(char *buf)
 	close(ep);
 }
 
+struct sleeper {
+	char *buf;
+	int ctx;
+	ssize_t r;
+	struct fi_cq_tagged_entry c;
+	uint64_t woke;
+};
+
+static void *sleep_rx(void *arg)
+{
+	struct sleeper *s = arg;
+
+	s->r = fi_cq_sread(E.rxcq, &s->c, 1, NULL, 10000);
+	s->woke = st_now_us();
+	return NULL;
+}
+
+/* Two readers of one endpoint: a thread asleep in fi_cq_sread on the
+ * receive CQ while this one polls the send CQ for a while and stops
+ * before the message comes.  The poller's progress must not take the
+ * sleeper's wake-up away. */
+static void mixed_round(char *buf)
+{
+	struct sleeper s = {.buf = buf};
+	struct fi_cq_tagged_entry c;
+	uint64_t t0, sent, all[ST_MAX_PROCS * ST_SLOT / 8];
+	pthread_t th;
+
+	if (E.rank == 1) {
+		send_late(buf, 64, 99);
+		return;
+	}
+	memset(buf, 0, 64);
+	CHECK_INT(fi_recv(E.ep, buf, 64, NULL, FI_ADDR_UNSPEC, &s.ctx), 0);
+	st_barrier();
+	CHECK_INT(pthread_create(&th, NULL, sleep_rx, &s), 0);
+	usleep(DELAY_US / 10); /* the sleeper is asleep */
+	t0 = st_now_us();
+	while (st_now_us() - t0 < DELAY_US / 2)
+		CHECK_INT(fi_cq_read(E.txcq, &c, 1), -FI_EAGAIN);
+	CHECK_INT(pthread_join(th, NULL), 0);
+	st_allgather(&s.woke, sizeof(s.woke), all);
+	sent = all[ST_SLOT / 8];
+	CHECK_INT(s.r, 1);
+	CHECK(s.c.op_context == &s.ctx);
+	CHECK_INT(st_verify(buf, 64, 99), (size_t)-1);
+	fprintf(stderr, "sread beside a poller: woke %.3f ms after the send\n",
+	        ((double)s.woke - (double)sent) / 1000.0);
+	CHECK(s.woke > sent && s.woke - sent < MAX_WAKE);
+}
+
 static int proc(int rank, int nprocs, void *arg)
 {
 	struct st_opts o = {.wait = FI_WAIT_FD, .split_cq = true};
@@ -129,6 +183,7 @@ static int proc(int rank, int nprocs, void *arg)
 	sread_round(buf, 30000, 2);
 	sread_round(buf, (size_t)8 << 20, 3);
 	fd_round(buf);
+	mixed_round(buf);
 	CHECK_INT(st_close(&E), 0);
 	free(buf);
 	return check_done();

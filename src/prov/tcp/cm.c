@@ -551,6 +551,12 @@ static int msg_established(struct tcp_msg *m, int fd)
 	if (ret)
 		return ret;
 	epoll_ctl(m->epfd, EPOLL_CTL_ADD, ep->link->fd, &ev);
+	/* The link watches its socket only while a CQ or counter reader
+	 * sleeps; an EQ reader waits for the peer's close, so the hook's fd
+	 * watches for that itself (the registration ends when the link
+	 * closes the socket). */
+	epoll_ctl(m->epfd, EPOLL_CTL_ADD, fd,
+	          &(struct epoll_event){.events = EPOLLRDHUP, .data.fd = fd});
 	m->state = MSG_CONNECTED;
 	return 0;
 }
