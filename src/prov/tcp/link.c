@@ -703,7 +703,9 @@ static int conn_read(struct tcp_link *l, struct tcp_conn *c, int budget)
 			if (c->closed)
 				return delivered;
 		}
-		if (off) {
+		if (off == c->in_len) {
+			c->in_len = 0; /* the common case: all of it taken */
+		} else if (off) {
 			memmove(c->in, c->in + off, c->in_len - off);
 			c->in_len -= off;
 		}
