@@ -103,7 +103,7 @@ struct tcp_link {
 
 /* With this few connections, all up and nothing to flush, a poll reads
  * each socket directly (one system call each) and asks epoll only every
- * EPOLL_EVERY polls (new connections, connect completions).  Those
+ * EPOLL_EVERY polls (new connections), a connected link never.  Those
  * sockets then leave the epoll set unless the link is armed: a socket in
  * an epoll set costs each arriving segment a callback (about 0.2 us of a
  * 4-6 us loopback one-way here). */
@@ -821,7 +821,8 @@ static int tcp_link_poll(struct lm_link *link, int budget)
 	if (n > 0 && !l->armed) {
 		for (int i = 0; i < n; i++)
 			ep_leave(l, direct[i]);
-		if (++l->polls % EPOLL_EVERY) {
+		/* A connected link has no listener: nothing for epoll. */
+		if (l->connected || ++l->polls % EPOLL_EVERY) {
 			done += direct_read(l, direct, n, budget - done);
 			conns_reap(l);
 			return done < budget ? done : budget;
@@ -873,6 +874,8 @@ static int tcp_link_poll(struct lm_link *link, int budget)
 
 /* Packets one send_many writes with one system call. */
 #define TCP_BATCH_MAX 8
+/* Writes up to this many bytes are copied into one buffer first. */
+#define TCP_GATHER_MAX 4096
 
 /* Write pkts[0..count) to p with one sendmsg: how many were taken (a
  * packet written in part is finished from c->out before anything else),
@@ -881,6 +884,7 @@ static ssize_t send_pkts(struct tcp_link *l, struct lm_link_peer *p,
                          const struct lm_link_pkt *pkts, size_t count)
 {
 	struct iovec v[TCP_BATCH_MAX * (2 + LM_IOV_LIMIT)];
+	unsigned char gather[TCP_GATHER_MAX];
 	struct tcp_frame f[TCP_BATCH_MAX];
 	size_t first[TCP_BATCH_MAX + 1], size[TCP_BATCH_MAX] = {0};
 	struct tcp_conn *c = p->conn;
@@ -948,8 +952,20 @@ static ssize_t send_pkts(struct tcp_link *l, struct lm_link_peer *p,
 		if (c->out_len)
 			return -FI_EAGAIN;
 	}
-	n = sendmsg(c->fd, &(struct msghdr){.msg_iov = v, .msg_iovlen = nv},
-	            MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (total <= TCP_GATHER_MAX) {
+		/* Small: one buffer.  The kernel takes a gathered write of a
+		 * few small pieces about 0.2 us slower than one piece (this
+		 * machine, loopback), far more than this copy costs. */
+		for (size_t i = 0, off = 0; i < nv; i++) {
+			if (v[i].iov_len) /* an empty payload's base may be NULL */
+				memcpy(gather + off, v[i].iov_base, v[i].iov_len);
+			off += v[i].iov_len;
+		}
+		n = send(c->fd, gather, total, MSG_NOSIGNAL | MSG_DONTWAIT);
+	} else {
+		n = sendmsg(c->fd, &(struct msghdr){.msg_iov = v, .msg_iovlen = nv},
+		            MSG_NOSIGNAL | MSG_DONTWAIT);
+	}
 	if (n == (ssize_t)total)
 		return (ssize_t)count;
 	if (n < 0) {
@@ -965,7 +981,9 @@ static ssize_t send_pkts(struct tcp_link *l, struct lm_link_peer *p,
 	ev_set(l, c, true);
 	if (acc == (size_t)n)
 		return k ? (ssize_t)k : -FI_EAGAIN;
-	if (out_append(c, v + first[k], first[k + 1] - first[k], (size_t)n - acc))
+	if (total <= TCP_GATHER_MAX
+	        ? out_append(c, &(struct iovec){gather + acc, size[k]}, 1, (size_t)n - acc)
+	        : out_append(c, v + first[k], first[k + 1] - first[k], (size_t)n - acc))
 		return -FI_EIO; /* a partial packet cannot be taken back */
 	return (ssize_t)k + 1;
 }
