@@ -121,7 +121,6 @@ static void fd_round(char *buf)
 }
 
 struct sleeper {
-	char *buf;
 	int ctx;
 	ssize_t r;
 	struct fi_cq_tagged_entry c;
@@ -143,7 +142,7 @@ static void *sleep_rx(void *arg)
  * sleeper's wake-up away. */
 static void mixed_round(char *buf)
 {
-	struct sleeper s = {.buf = buf};
+	struct sleeper s = {0};
 	struct fi_cq_tagged_entry c;
 	uint64_t t0, sent, all[ST_MAX_PROCS * ST_SLOT / 8];
 	pthread_t th;

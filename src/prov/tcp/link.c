@@ -816,7 +816,7 @@ static int tcp_link_poll(struct lm_link *link, int budget)
 	struct epoll_event ev[EV_BATCH];
 	int done = lm_list_empty(&l->loop) ? 0 : loop_deliver(l, budget);
 	struct tcp_conn *direct[DIRECT_MAX];
-	int n = direct_conns(l, direct);
+	int n = direct_conns(l, direct), k;
 
 	if (n > 0 && !l->armed) {
 		for (int i = 0; i < n; i++)
@@ -830,43 +830,39 @@ static int tcp_link_poll(struct lm_link *link, int budget)
 	} else if (n < 0) {
 		ep_join_all(l);
 	}
-	n = n > 0 ? n : 0;
 	/* The listener, the loop's eventfd, and the connections in the set. */
-	{
-		int k = epoll_wait(l->epfd, ev, EV_BATCH, 0);
+	k = epoll_wait(l->epfd, ev, EV_BATCH, 0);
+	for (int i = 0; i < k; i++) {
+		struct tcp_conn *c = ev[i].data.ptr;
 
-		for (int i = 0; i < k; i++) {
-			struct tcp_conn *c = ev[i].data.ptr;
-
-			if (!c) {
-				on_accept(l);
+		if (!c) {
+			on_accept(l);
+			continue;
+		}
+		if (ev[i].data.ptr == (void *)&l->loop)
+			continue; /* drained by loop_deliver */
+		/* An earlier event of this batch may have closed c. */
+		if (c->closed)
+			continue;
+		if (ev[i].events & EPOLLOUT) {
+			if (c->state == CONN_CONNECTING) {
+				on_connected(l, c);
 				continue;
 			}
-			if (ev[i].data.ptr == (void *)&l->loop)
-				continue; /* drained by loop_deliver */
-			/* An earlier event of this batch may have closed c. */
-			if (c->closed)
+			if (out_flush(l, c)) {
+				conn_close(l, c, true);
 				continue;
-			if (ev[i].events & EPOLLOUT) {
-				if (c->state == CONN_CONNECTING) {
-					on_connected(l, c);
-					continue;
-				}
-				if (out_flush(l, c)) {
-					conn_close(l, c, true);
-					continue;
-				}
 			}
-			if (ev[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
-				int r = conn_read(l, c, budget - done);
+		}
+		if (ev[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+			int r = conn_read(l, c, budget - done);
 
-				if (r > 0)
-					done += r;
-			}
+			if (r > 0)
+				done += r;
 		}
 	}
 	/* Those outside the set are read directly. */
-	if (done < budget)
+	if (n > 0 && done < budget)
 		done += direct_read(l, direct, n, budget - done);
 	conns_reap(l);
 	return done < budget ? done : budget;
@@ -889,6 +885,7 @@ static ssize_t send_pkts(struct tcp_link *l, struct lm_link_peer *p,
 	size_t first[TCP_BATCH_MAX + 1], size[TCP_BATCH_MAX] = {0};
 	struct tcp_conn *c = p->conn;
 	size_t nv = 0, total = 0, k, acc;
+	bool gathered;
 	ssize_t n;
 
 	if (p->self) {
@@ -941,6 +938,7 @@ static ssize_t send_pkts(struct tcp_link *l, struct lm_link_peer *p,
 		total += size[k];
 	}
 	first[count] = nv;
+	gathered = total <= TCP_GATHER_MAX;
 	/* At most one packet waits in the output buffer: its rest, after a
 	 * partial write.  Behind it, the engine keeps its packets queued
 	 * (-FI_EAGAIN) rather than this link copying them. */
@@ -952,15 +950,11 @@ static ssize_t send_pkts(struct tcp_link *l, struct lm_link_peer *p,
 		if (c->out_len)
 			return -FI_EAGAIN;
 	}
-	if (total <= TCP_GATHER_MAX) {
+	if (gathered) {
 		/* Small: one buffer.  The kernel takes a gathered write of a
 		 * few small pieces about 0.2 us slower than one piece (this
 		 * machine, loopback), far more than this copy costs. */
-		for (size_t i = 0, off = 0; i < nv; i++) {
-			if (v[i].iov_len) /* an empty payload's base may be NULL */
-				memcpy(gather + off, v[i].iov_base, v[i].iov_len);
-			off += v[i].iov_len;
-		}
+		lm_copy_from_iov(gather, v, nv, 0, total);
 		n = send(c->fd, gather, total, MSG_NOSIGNAL | MSG_DONTWAIT);
 	} else {
 		n = sendmsg(c->fd, &(struct msghdr){.msg_iov = v, .msg_iovlen = nv},
@@ -981,9 +975,9 @@ static ssize_t send_pkts(struct tcp_link *l, struct lm_link_peer *p,
 	ev_set(l, c, true);
 	if (acc == (size_t)n)
 		return k ? (ssize_t)k : -FI_EAGAIN;
-	if (total <= TCP_GATHER_MAX
-	        ? out_append(c, &(struct iovec){gather + acc, size[k]}, 1, (size_t)n - acc)
-	        : out_append(c, v + first[k], first[k + 1] - first[k], (size_t)n - acc))
+	/* The rest of packet k: from the buffer it was written from. */
+	if (gathered ? out_append(c, &(struct iovec){gather + acc, size[k]}, 1, (size_t)n - acc)
+	             : out_append(c, v + first[k], first[k + 1] - first[k], (size_t)n - acc))
 		return -FI_EIO; /* a partial packet cannot be taken back */
 	return (ssize_t)k + 1;
 }
