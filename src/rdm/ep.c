@@ -659,7 +659,7 @@ void lm_rdm_ep_disconnected(struct lm_rdm_ep *ep, int err)
 
 /* ---- fi_ops_cm: names ----------------------------------------------------- */
 
-static int link_open(struct lm_rdm_ep *ep, const void *name)
+static int link_open(struct lm_rdm_ep *ep, const void *name, bool name_hint)
 {
 	struct lm_link_attr attr = {
 	    .hdr_size = sizeof(struct lm_rdm_hdr),
@@ -672,6 +672,7 @@ static int link_open(struct lm_rdm_ep *ep, const void *name)
 	    .rx_size = ep->rx_limit,
 	    .no_bulk = ep->dom->no_bulk,
 	    .connected = ep->connected,
+	    .name_hint = name_hint,
 	};
 	struct lm_link *link;
 	int ret = ep->dom->link_ops->open(ep->dom->link_ctx, &attr, name, &link);
@@ -725,9 +726,9 @@ static int ep_setname(fid_t fid, void *addr, size_t addrlen)
 	ep->last_src = NULL;
 	ep->link = NULL;
 	old->ops->close(old);
-	ret = link_open(ep, bin);
+	ret = link_open(ep, bin, false);
 	if (ret) /* keep the endpoint usable under a fresh name */
-		link_open(ep, NULL);
+		link_open(ep, NULL, false);
 	lm_lock_release(&ep->lock);
 out:
 	free(bin);
@@ -894,7 +895,7 @@ int lm_rdm_endpoint(struct fid_domain *domain, struct fi_info *info,
 			name = info->src_addr;
 		}
 	}
-	ret = link_open(ep, name);
+	ret = link_open(ep, name, true);
 	free(bin);
 	bin = NULL;
 	if (ret)

@@ -51,6 +51,10 @@ struct lm_link_attr {
 	 * its own; its one peer comes from the provider's connection
 	 * management. */
 	bool connected;
+	/* The name given to open came with the endpoint's fi_info (its
+	 * src_addr), not from fi_setname: a link that finds it held by
+	 * another endpoint of this process may take a fresh address. */
+	bool name_hint;
 };
 
 /* One packet of a batch (lm_link_ops.send_many). */

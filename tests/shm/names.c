@@ -1,8 +1,8 @@
 /* names.c - endpoint names on the shm provider across two processes:
  * fi_getname's -FI_ETOOSMALL with the needed length, fi_setname before
  * enabling (the peer reaches the chosen name and FI_SOURCE reports it),
- * and the names fi_setname refuses (another process's, malformed, in
- * use, after enable) without making the endpoint unusable. */
+ * and the names fi_setname refuses (another process's, empty or too long,
+ * in use, after enable) without making the endpoint unusable. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -29,7 +29,7 @@ static struct fid_ep *fresh_ep(void)
 
 static void local_refusals(const char *mine)
 {
-	char other[64], buf[64];
+	char other[64], buf[64], big[300];
 	size_t len;
 	struct fid_ep *ep = fresh_ep();
 
@@ -38,7 +38,12 @@ static void local_refusals(const char *mine)
 	/* A name of another process (pid 1 is never us). */
 	snprintf(other, sizeof(other), "fi_shm://1/00000000000000aa");
 	CHECK_INT(fi_setname(&ep->fid, other, strlen(other) + 1), -FI_EINVAL);
-	CHECK_INT(fi_setname(&ep->fid, "fi_shm://nonsense", 18), -FI_EINVAL);
+	/* Any other text is a name the application chose (tests/shm/named.c),
+	 * but not an empty one or one past the longest. */
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	CHECK_INT(fi_setname(&ep->fid, big, sizeof(big)), -FI_EINVAL);
+	CHECK_INT(fi_setname(&ep->fid, "", 1), -FI_EINVAL);
 	CHECK_INT(fi_setname(&ep->fid, NULL, 10), -FI_EINVAL);
 	/* E's own name is taken. */
 	CHECK(fi_setname(&ep->fid, (void *)mine, strlen(mine) + 1) < 0);

@@ -93,7 +93,7 @@ static int shm_from_str(const char *node, const char *service, void *addr)
 	pid_t pid;
 
 	(void)service;
-	if (!node || shm_addr_parse(node, &pid, &a.token))
+	if (shm_addr_resolve(node, &pid, &a.token))
 		return -FI_EINVAL;
 	a.pid = pid;
 	memcpy(addr, &a, sizeof(a));
@@ -125,14 +125,18 @@ static int shm_link_open(void *ctx, const struct lm_link_attr *attr, const void 
 	int ret;
 
 	(void)ctx;
-	/* fi_setname: a region is named after its owner, so only the token
-	 * is ours to choose. */
+	/* A name: one chosen by the application (pid 0), or an address of
+	 * this process, whose token is ours to choose (0: any). */
 	if (name) {
 		struct shm_bin_addr want;
 
 		memcpy(&want, name, sizeof(want));
-		if (want.pid != getpid() || !want.token)
+		if (want.pid == 0) {
+			ra.named = true;
+			ra.name_hint = attr->name_hint;
+		} else if (want.pid != getpid() && want.token) {
 			return -FI_EINVAL;
+		}
 		ra.token = want.token;
 	}
 	/* The packing below is written for the engine's eight words. */
@@ -512,7 +516,9 @@ const struct lm_link_ops shm_link_ops = {
     .name = "shm",
     .addrlen = sizeof(struct shm_bin_addr),
     .addr_from_str = shm_from_str,
-    .addr_prefix = SHM_ADDR_PREFIX,
+    /* What every shm address text starts with: "fi_shm://..." and the
+     * names "fi_ns://host:port" (packed strings in fi_av_insert). */
+    .addr_prefix = "fi_",
     .addr_to_str = shm_to_str,
     .open = shm_link_open,
     .close = shm_link_close,

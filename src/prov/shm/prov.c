@@ -1,8 +1,10 @@
 /* prov.c - the shm provider: what fi_getinfo reports for it, its fabric
  * and domain (the RDM engine's, over the shared-memory link), its
  * parameters, and registration. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "shm.h"
 
@@ -67,30 +69,77 @@ static struct fi_info shm_info = {
 };
 static const struct fi_info *const shm_tmpls[] = {&shm_info, NULL};
 
+/* The address text node and service name (as libfabric's shm names them,
+ * so programs written for it find their peers): both, "fi_ns://node:service";
+ * a service, "fi_ns://service"; a node, itself when it is an address, else
+ * "fi_shm://node". */
+static int shm_name_of(const char *node, const char *service, char *buf, size_t len)
+{
+	pid_t pid;
+	uint64_t token;
+	int n;
+
+	if (node && service)
+		n = snprintf(buf, len, "fi_ns://%s:%s", node, service);
+	else if (service)
+		n = snprintf(buf, len, "fi_ns://%s", service);
+	else if (strstr(node, "://"))
+		n = snprintf(buf, len, "%s", node);
+	else
+		n = snprintf(buf, len, SHM_ADDR_PREFIX "%s", node);
+	if (n < 0 || (size_t)n >= len)
+		return -FI_EINVAL;
+	return shm_addr_resolve(buf, &pid, &token);
+}
+
+static int set_addr(void **addr, size_t *addrlen, const char *text)
+{
+	char *s = strdup(text);
+
+	if (!s)
+		return -FI_ENOMEM;
+	free(*addr);
+	*addr = s;
+	*addrlen = strlen(s) + 1;
+	return 0;
+}
+
 static int shm_getinfo(uint32_t version, const char *node, const char *service,
                        uint64_t flags, const struct fi_info *hints, struct fi_info **info)
 {
-	struct shm_bin_addr bin;
+	char name[SHM_NAME_TEXT_MAX], any[SHM_ADDR_MAX];
+	const char *src = NULL, *dst = NULL;
 	struct fi_info *list = NULL, *cur;
-	int ret;
+	int ret = 0;
 
-	/* node names an shm endpoint (FI_ADDR_STR): the destination, or our
-	 * own address with FI_SOURCE (which a region cannot take). */
-	if (node && (service || shm_link_ops.addr_from_str(node, NULL, &bin)))
+	if ((node || service) && shm_name_of(node, service, name, sizeof(name)))
 		return -FI_ENODATA;
-	if (node && (flags & FI_SOURCE))
-		return -FI_ENODATA;
+	/* A source node alone names no endpoint: libfabric's shm makes each
+	 * endpoint of such a name unique (so programs open many from it),
+	 * and loom draws a fresh address instead.  Service, or an address
+	 * of loom's form, names one. */
+	if ((flags & FI_SOURCE) && (service || strstr(node, "://")))
+		src = name;
+	else if (!(flags & FI_SOURCE) && (node || service))
+		dst = name;
+	/* No source named: token 0 is "an address this process draws when
+	 * the endpoint opens", so every endpoint made from it has its own. */
+	if (!src && !(hints && hints->src_addr)) {
+		shm_addr_format(any, sizeof(any), getpid(), 0);
+		src = any;
+	}
 	ret = lm_info_match_list(version, shm_tmpls, hints, &list);
 	if (ret)
 		return ret;
-	for (cur = list; cur && node; cur = cur->next) {
-		free(cur->dest_addr);
-		cur->dest_addr = strdup(node);
-		if (!cur->dest_addr) {
-			fi_freeinfo(list);
-			return -FI_ENOMEM;
-		}
-		cur->dest_addrlen = strlen(node) + 1;
+	for (cur = list; cur && !ret; cur = cur->next) {
+		if (src)
+			ret = set_addr(&cur->src_addr, &cur->src_addrlen, src);
+		if (dst && !ret)
+			ret = set_addr(&cur->dest_addr, &cur->dest_addrlen, dst);
+	}
+	if (ret) {
+		fi_freeinfo(list);
+		return ret;
 	}
 	*info = list;
 	return 0;

@@ -93,10 +93,14 @@ static bool shm_pid_exists(pid_t pid)
 	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
 }
 
+/* pid 0 is a named endpoint's: its region is found by the name's hash. */
 static void shm_make_name(char *buf, size_t len, pid_t pid, uint64_t token)
 {
-	snprintf(buf, len, "/loom-%u-%d-%016" PRIx64, (unsigned)getuid(), (int)pid,
-	         token);
+	if (pid == 0)
+		snprintf(buf, len, "/loom-%u-n-%016" PRIx64, (unsigned)getuid(), token);
+	else
+		snprintf(buf, len, "/loom-%u-%d-%016" PRIx64, (unsigned)getuid(),
+		         (int)pid, token);
 }
 
 /* ---- addresses ------------------------------------------------------------ */
@@ -136,7 +140,9 @@ int shm_addr_parse(const char *addr, pid_t *pid, uint64_t *token)
 	if (!addr || strncmp(addr, SHM_ADDR_PREFIX, strlen(SHM_ADDR_PREFIX)))
 		return -FI_EINVAL;
 	s = addr + strlen(SHM_ADDR_PREFIX);
-	if (*s < '1' || *s > '9')
+	if (s[0] == '0' && s[1] == '/')
+		s++; /* pid 0: a named endpoint */
+	else if (*s < '1' || *s > '9')
 		return -FI_EINVAL;
 	for (; *s >= '0' && *s <= '9'; s++) {
 		v = v * 10 + (*s - '0');
@@ -156,6 +162,35 @@ int shm_addr_parse(const char *addr, pid_t *pid, uint64_t *token)
 		return -FI_EINVAL;
 	*pid = (pid_t)v;
 	*token = t;
+	return 0;
+}
+
+/* FNV-1a: stable across builds and hosts, as a region's name must be. */
+static uint64_t name_hash(const char *prefix, const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (; prefix && *prefix; prefix++)
+		h = (h ^ (unsigned char)*prefix) * 0x100000001b3ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return h ? h : 1;
+}
+
+int shm_addr_resolve(const char *text, pid_t *pid, uint64_t *token)
+{
+	size_t n;
+
+	if (!text)
+		return -FI_EINVAL;
+	if (!shm_addr_parse(text, pid, token))
+		return 0;
+	n = strlen(text);
+	if (!n || n >= SHM_NAME_TEXT_MAX)
+		return -FI_EINVAL;
+	*pid = 0;
+	/* "foo" and "fi_shm://foo" are one name; "fi_ns://h:p" keeps its own. */
+	*token = name_hash(strstr(text, "://") ? NULL : SHM_ADDR_PREFIX, text);
 	return 0;
 }
 
@@ -273,6 +308,29 @@ static int shm_bell_open(const char *name)
 
 /* ---- regions ------------------------------------------------------------ */
 
+static bool shm_region_stale(const char *file, pid_t pid);
+
+/* Who holds the existing region called name: 0 nobody alive (its leftover
+ * is gone now), 1 this process, 2 another process or one still making it. */
+static int named_holder(const char *name)
+{
+	struct shm_hdr h;
+	int fd, who = 2;
+
+	if (shm_region_stale(name + 1, 0)) {
+		shm_unlink(name);
+		return 0;
+	}
+	fd = shm_open(name, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : 2;
+	if (pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) && h.magic == SHM_MAGIC &&
+	    h.owner_pid == getpid())
+		who = 1;
+	close(fd);
+	return who;
+}
+
 int shm_region_create(const struct shm_region_attr *attr, struct shm_region **out)
 {
 	uint32_t cells = attr && attr->ring_cells ? attr->ring_cells : SHM_RING_CELLS_DEF;
@@ -281,6 +339,7 @@ int shm_region_create(const struct shm_region_attr *attr, struct shm_region **ou
 	struct shm_region *r;
 	struct shm_hdr *h;
 	uint64_t start;
+	bool named;
 	char *base;
 	int fd, ret;
 	uint32_t i;
@@ -294,24 +353,27 @@ int shm_region_create(const struct shm_region_attr *attr, struct shm_region **ou
 		        "cannot read own start time from /proc\n");
 		return -FI_ENOSYS;
 	}
-	if (attr && attr->token) {
-		token = attr->token;
-	} else if (getrandom(&token, sizeof(token), 0) != (ssize_t)sizeof(token)) {
-		ret = neg_errno(errno);
-		LM_WARN(shm_log_prov, FI_LOG_EP_CTRL, "getrandom: %s\n", strerror(errno));
-		return ret;
-	}
+	named = attr && attr->named;
+	if (named && !attr->token)
+		return -FI_EINVAL;
 	shm_region_reclaim();
 
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -FI_ENOMEM;
 	r->pid = getpid();
-	r->token = token;
 	r->sock = -1;
 	lm_list_init(&r->node);
-	shm_make_name(r->name, sizeof(r->name), r->pid, token);
-	shm_addr_format(r->addr, sizeof(r->addr), r->pid, token);
+	token = attr ? attr->token : 0;
+again:
+	if (!token && getrandom(&token, sizeof(token), 0) != (ssize_t)sizeof(token)) {
+		ret = neg_errno(errno);
+		LM_WARN(shm_log_prov, FI_LOG_EP_CTRL, "getrandom: %s\n", strerror(errno));
+		goto err_free;
+	}
+	r->token = token;
+	shm_make_name(r->name, sizeof(r->name), named ? 0 : r->pid, token);
+	shm_addr_format(r->addr, sizeof(r->addr), named ? 0 : r->pid, token);
 
 	/* Cells start at 64 mod 128: a cell's first line (its sequence word,
 	 * which the owner polls) is not in the same 128-byte pair as its
@@ -324,6 +386,22 @@ int shm_region_create(const struct shm_region_attr *attr, struct shm_region **ou
 	size = buf_off + (uint64_t)count * SHM_BUF_SIZE;
 
 	fd = shm_open(r->name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0 && errno == EEXIST && named) {
+		/* A name is reused once its owner is dead (reclaim above may
+		 * have raced with its death); one held by a live endpoint of
+		 * this process is only a hint's, and a fresh address does. */
+		ret = named_holder(r->name);
+		if (ret == 0)
+			goto again;
+		if (ret == 1 && attr->name_hint) {
+			named = false;
+			token = 0;
+			goto again;
+		}
+		LM_WARN(shm_log_prov, FI_LOG_EP_CTRL, "%s is in use\n", r->name);
+		ret = -FI_EADDRINUSE;
+		goto err_free;
+	}
 	if (fd < 0) {
 		ret = neg_errno(errno);
 		LM_WARN(shm_log_prov, FI_LOG_EP_CTRL, "shm_open %s: %s\n", r->name,
@@ -424,9 +502,10 @@ void shm_region_destroy(struct shm_region *r)
 	free(r);
 }
 
-/* Is region file "loom-<uid>-<pid>-<token>" left over?  Its owner pid is
- * dead, or alive but with a start time other than the one in the header (a
- * recycled pid).  A header not yet complete (no magic) of a live pid may be
+/* Is region file "loom-<uid>-<pid>-<token>" (pid given) or
+ * "loom-<uid>-n-<hash>" (pid 0: the owner is in the header) left over?  Its
+ * owner pid is dead, or alive but with a start time other than the one in
+ * the header (a recycled pid).  A header not yet complete (no magic) may be
  * under construction and is left alone. */
 static bool shm_region_stale(const char *file, pid_t pid)
 {
@@ -436,7 +515,7 @@ static bool shm_region_stale(const char *file, pid_t pid)
 	bool stale = false;
 	int fd;
 
-	if (!shm_pid_exists(pid))
+	if (pid && !shm_pid_exists(pid))
 		return true;
 	snprintf(path, sizeof(path), "/%s", file);
 	fd = shm_open(path, O_RDONLY | O_CLOEXEC, 0);
@@ -444,7 +523,9 @@ static bool shm_region_stale(const char *file, pid_t pid)
 		return false;
 	if (!fstat(fd, &st) && st.st_size >= (off_t)sizeof(h) &&
 	    pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) && h.magic == SHM_MAGIC &&
-	    h.owner_pid == pid && h.owner_start != shm_proc_start(pid))
+	    (pid ? h.owner_pid == pid : h.owner_pid > 0) &&
+	    (!shm_pid_exists(h.owner_pid) ||
+	     h.owner_start != shm_proc_start(h.owner_pid)))
 		stale = true;
 	close(fd);
 	return stale;
@@ -470,9 +551,13 @@ int shm_region_reclaim(void)
 		    strlen(d->d_name) >= SHM_NAME_MAX - 1)
 			continue;
 		errno = 0;
-		pid = strtol(d->d_name + plen, &end, 10);
-		if (errno || *end != '-' || pid <= 0 || pid > INT_MAX)
-			continue;
+		if (!strncmp(d->d_name + plen, "n-", 2)) {
+			pid = 0;
+		} else {
+			pid = strtol(d->d_name + plen, &end, 10);
+			if (errno || *end != '-' || pid <= 0 || pid > INT_MAX)
+				continue;
+		}
 		if (!shm_region_stale(d->d_name, (pid_t)pid))
 			continue;
 		/* Unlink through the name in the directory, as shm_unlink would. */
@@ -600,7 +685,7 @@ void shm_room_ring(struct shm_region *r)
 			continue;
 		/* Whatever a peer wrote there, the datagram can only reach a
 		 * loom doorbell of this user. */
-		if (pid <= 0)
+		if (pid < 0)
 			continue;
 		shm_make_name(name, sizeof(name), pid, token);
 		shm_bell_send(name);
@@ -695,7 +780,11 @@ int shm_peer_open(const char *addr, struct shm_peer **out)
 	ret = shm_map_check(&p->map, base, (size_t)st.st_size, p->name);
 	if (ret)
 		goto err_unmap;
-	if (p->map.hdr->owner_pid != pid || p->map.hdr->token != token) {
+	/* A named endpoint's address gives only the hash: the owner is in
+	 * the header, which must hold the same hash. */
+	if (!pid)
+		p->pid = pid = p->map.hdr->owner_pid;
+	if (pid <= 0 || p->map.hdr->owner_pid != pid || p->map.hdr->token != token) {
 		LM_WARN(shm_log_prov, FI_LOG_AV, "peer %s: header names another owner\n",
 		        addr);
 		ret = -FI_EINVAL;

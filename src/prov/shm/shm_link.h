@@ -61,6 +61,8 @@
 #define SHM_NAME_MAX    64
 #define SHM_ADDR_MAX    40
 #define SHM_ADDR_PREFIX "fi_shm://"
+/* Longest endpoint name an application may choose (with NUL). */
+#define SHM_NAME_TEXT_MAX 256
 #define SHM_BUF_NONE    0xffffffffu
 /* Producers that may wait at once for room in one region, each rung when
  * the owner frees some (more wait by looking again on a timer). */
@@ -164,6 +166,12 @@ struct shm_region_attr {
 	uint32_t ring_cells; /* rounded up to a power of two; 0: default */
 	uint32_t buf_count;  /* 0: default */
 	uint64_t token;      /* 0: drawn at random (fi_setname picks one) */
+	/* token is a chosen name's hash (shm_addr_resolve): the region is
+	 * found by it alone, whichever process owns it. */
+	bool named;
+	/* The name came with fi_info, not fi_setname: when an endpoint of
+	 * this process holds it already, take a fresh address instead. */
+	bool name_hint;
 };
 
 /* Provider logs go under (the core's until the shm provider points it at
@@ -178,8 +186,15 @@ extern const struct fi_provider *shm_log_prov;
  * SHM_ADDR_MAX always fits. */
 int shm_addr_format(char *buf, size_t len, pid_t pid, uint64_t token);
 /* Parse an address written by shm_addr_format (exactly 16 lowercase or
- * uppercase hex digits, pid 1..INT_MAX, nothing after).  -FI_EINVAL if not. */
+ * uppercase hex digits, pid 0 (named) or 1..INT_MAX, nothing after).
+ * -FI_EINVAL if not. */
 int shm_addr_parse(const char *addr, pid_t *pid, uint64_t *token);
+/* Any address text: one shm_addr_parse takes, or else a name chosen by the
+ * application ("fi_ns://host:port", "fi_shm://anything", "anything"), which
+ * becomes pid 0 and a 64-bit hash of the name (never 0).  Pid 0 in the
+ * canonical form ("fi_shm://0/<hash>") is the same named endpoint.
+ * -FI_EINVAL for NULL, "" or a name of SHM_NAME_TEXT_MAX bytes or more. */
+int shm_addr_resolve(const char *text, pid_t *pid, uint64_t *token);
 
 /* ---- regions (region.c) ------------------------------------------------ */
 
