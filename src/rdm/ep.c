@@ -430,6 +430,7 @@ static int ep_close(struct fid *fid)
 	}
 	if (atomic_load(&ep->ref))
 		return -FI_EBUSY;
+	lm_rdm_linger(ep);
 	hooks_del(ep);
 	if (ep->tx_cq)
 		atomic_fetch_sub(&ep->tx_cq->ref, 1);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #ifdef LM_HAVE_MEMCHECK
 #include <valgrind/memcheck.h>
 #endif
@@ -726,6 +727,25 @@ void lm_rdm_fail_peer(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer, int err)
 	}
 }
 
+static void poll_link(struct lm_rdm_ep *ep, size_t max);
+
+/* Is any peer that something waits on gone?  (peer_gone marks it dead.) */
+static bool any_gone(struct lm_rdm_ep *ep)
+{
+	struct lm_list *lists[] = {&ep->tx_wait, &ep->tx_queue};
+	struct lm_list *it;
+	bool gone = false;
+
+	for (size_t i = 0; i < LM_ARRAY_SIZE(lists); i++)
+		lm_list_foreach(lists[i], it)
+			gone |= peer_gone(ep, lm_container_of(it, struct lm_rdm_tx, node)->peer);
+	lm_list_foreach(&ep->rndv_active, it)
+		gone |= peer_gone(ep, lm_container_of(it, struct lm_rdm_rndv, node)->peer);
+	lm_list_foreach(&ep->ctl_queue, it)
+		gone |= peer_gone(ep, lm_container_of(it, struct lm_rdm_ctl, node)->peer);
+	return gone;
+}
+
 static void check_peers(struct lm_rdm_ep *ep)
 {
 	struct lm_list *it, *tmp;
@@ -734,6 +754,11 @@ static void check_peers(struct lm_rdm_ep *ep)
 	if (now - ep->last_check_ms < LIVENESS_MS)
 		return;
 	ep->last_check_ms = now;
+	/* What a peer sent before it went is in the link: read its death
+	 * first, then the link, then fail what still waits on it.  The other
+	 * order fails a send whose ACK the peer wrote just before closing. */
+	if (any_gone(ep))
+		poll_link(ep, ep->unexp_max);
 	fail_gone_tx(ep, &ep->tx_wait);
 	fail_gone_tx(ep, &ep->tx_queue);
 	lm_list_foreach_safe(&ep->rndv_active, it, tmp)
@@ -895,6 +920,26 @@ static LM_HOT_INLINE void progress(struct lm_rdm_ep *ep, bool sleepy)
 		        lm_list_empty(&ep->tx_wait) && lm_list_empty(&ep->rndv_active) &&
 		        lm_list_empty(&ep->ctl_queue) && lm_list_empty(&ep->revive),
 		    memory_order_relaxed);
+	}
+	lm_lock_release(&ep->lock);
+}
+
+/* A sender told "delivered" must not lose the message to our close: a
+ * peer that is alive and polls takes its answers within microseconds, a
+ * dead one has them dropped by the liveness check. */
+#define LINGER_MS 2000
+
+void lm_rdm_linger(struct lm_rdm_ep *ep)
+{
+	uint64_t end = lm_now_ms() + LINGER_MS;
+
+	if (!ep->enabled || !ep->link)
+		return;
+	lm_lock_acquire(&ep->lock);
+	while (!lm_list_empty(&ep->ctl_queue) && lm_now_ms() < end) {
+		lm_rdm_progress_locked(ep);
+		if (!lm_list_empty(&ep->ctl_queue))
+			nanosleep(&(struct timespec){.tv_nsec = 50000}, NULL);
 	}
 	lm_lock_release(&ep->lock);
 }

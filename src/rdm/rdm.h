@@ -545,6 +545,9 @@ static inline void lm_rdm_busy(struct lm_rdm_ep *ep)
 void lm_rdm_progress(struct lm_rdm_ep *ep, bool sleepy);
 void lm_rdm_hook_run(struct lm_progress *p);
 void lm_rdm_progress_locked(struct lm_rdm_ep *ep);
+/* Before an endpoint closes: let the answers it owes peers (ACK, FIN,
+ * credit) that found no room yet go, for at most a short while. */
+void lm_rdm_linger(struct lm_rdm_ep *ep);
 
 struct lm_rdm_tx *lm_rdm_tx_alloc(struct lm_rdm_ep *ep);
 void lm_rdm_tx_free(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx);
