@@ -9,10 +9,10 @@ build_pkgs=(gcc meson ninja-build pkg-config valgrind)
 # The tests also compile with clang (with libFuzzer's runtime), generate
 # the ABI probe with python3, compare against the reference libfabric
 # (headers, library, tools), make hosts of network namespaces (ip), run
-# Open MPI on loom, and run fi_pingpong under valgrind (installed for the
-# build).
+# Open MPI on loom, run fi_pingpong under valgrind (installed for the
+# build), and build libfabric's fabtests (autotools, make).
 test_pkgs=(clang libclang-rt-14-dev python3 libfabric-dev libfabric-bin binutils
-	iproute2 openmpi-bin libopenmpi-dev)
+	iproute2 openmpi-bin libopenmpi-dev autoconf automake libtool make)
 
 want=("${build_pkgs[@]}")
 [ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")
