@@ -110,7 +110,7 @@ for prov in "${provs[@]}"; do
 			listed=$((listed + 1))
 			continue
 		fi
-		echo "REGRESSION ($prov): '$t' passes on libfabric 1.17 ($refnames), ${res:-not run} on loom"
+		echo "REGRESSION ($prov): '$t' passes on libfabric 1.17 (${refnames# }), ${res:-not run} on loom"
 		regress=$((regress + 1))
 	done <"$work/$prov.refpass"
 	# Passed by loom, not by the reference.
