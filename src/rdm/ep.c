@@ -117,15 +117,21 @@ struct lm_rdm_peer *lm_rdm_peer_by_addr(struct lm_rdm_ep *ep, const void *addr)
 	uint64_t key = lm_hash_bytes(addr, alen);
 	struct lm_rdm_peer *p = peer_find(ep, addr, key);
 
+	/* One never reached may be there now (a name taken again). */
+	if (p && !p->lp && !ep->link->ops->peer_open(ep->link, addr, &p->lp))
+		lm_rdm_peer_revive(p);
 	if (p)
 		return p;
 	p = calloc(1, sizeof(*p) + alen);
 	if (!p)
 		return NULL;
 	memcpy(p->addr, addr, alen);
+	/* A packet outlives its sender (shm: it waits in our own region),
+	 * and a message whose send completed must still be delivered: a
+	 * peer the link cannot reach is kept, dead, with no link handle. */
 	if (ep->link->ops->peer_open(ep->link, addr, &p->lp)) {
-		free(p);
-		return NULL;
+		p->lp = NULL;
+		p->dead = true;
 	}
 	p->fi_addr = FI_ADDR_NOTAVAIL;
 	p->fi_gen = UINT64_MAX;
@@ -201,7 +207,8 @@ static void peers_free(struct lm_rdm_ep *ep)
 			struct lm_rdm_peer *p =
 			    lm_container_of(n, struct lm_rdm_peer, hnode);
 
-			ep->link->ops->peer_close(ep->link, p->lp);
+			if (p->lp)
+				ep->link->ops->peer_close(ep->link, p->lp);
 			free(p);
 			n = next;
 		}

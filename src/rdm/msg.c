@@ -294,9 +294,7 @@ static void rndv_bulk(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r,
 	}
 	rn = lm_rdm_rts_iov(rts, mine, remote);
 	ln = lm_rdm_iov_slice(r->iov, r->iov_count, 0, mine, local);
-	got = mine && rn ? ep->link->ops->bulk_read(ep->link, peer->lp, local, ln, remote,
-	                                            rn)
-	                 : 0;
+	got = mine && rn ? lm_rdm_bulk_read(ep, peer, local, ln, remote, rn) : 0;
 	if (got == (ssize_t)mine) {
 		r->got = mine;
 		if (r->pushing)
@@ -639,9 +637,7 @@ void lm_rdm_on_push(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 		a.data = FI_EINVAL;
 	} else if (ep->bulk && !peer->bulk_broken && ep->link->ops->bulk_write) {
 		ln = lm_rdm_iov_slice(tx->iov, tx->iov_count, h->addr, h->size, local);
-		got = h->size ? ep->link->ops->bulk_write(ep->link, peer->lp, local, ln,
-		                                          remote, rn)
-		              : 0;
+		got = h->size ? lm_rdm_bulk_write(ep, peer, local, ln, remote, rn) : 0;
 		if (got == (ssize_t)h->size) {
 			a.data = 0;
 		} else if (got == -FI_EIO) {
@@ -683,8 +679,7 @@ void lm_rdm_on_pushed(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 		size_t wn = lm_rdm_rts_iov(&r->remote, r->cap, whole);
 		size_t rn = lm_rdm_iov_slice(whole, wn, r->got, rest, remote);
 		size_t ln = lm_rdm_iov_slice(r->iov, r->iov_count, r->got, rest, local);
-		ssize_t got = ep->link->ops->bulk_read(ep->link, r->peer->lp, local, ln,
-		                                       remote, rn);
+		ssize_t got = lm_rdm_bulk_read(ep, r->peer, local, ln, remote, rn);
 
 		if (got == (ssize_t)rest) {
 			send_answer(ep, r->peer, LM_OP_FIN, r->sreq, 0);

@@ -460,6 +460,22 @@ void lm_rdm_ep_disconnected(struct lm_rdm_ep *ep, int err);
 struct lm_rdm_peer *lm_rdm_peer_by_addr(struct lm_rdm_ep *ep, const void *addr);
 /* The same, without making one: NULL for an address never seen. */
 struct lm_rdm_peer *lm_rdm_peer_find(struct lm_rdm_ep *ep, const void *addr);
+/* A peer's memory through the link (cross-memory attach); -FI_EIO for a
+ * peer the link never reached (lm_rdm_peer_by_addr). */
+static inline ssize_t lm_rdm_bulk_read(struct lm_rdm_ep *ep, struct lm_rdm_peer *p,
+                                       const struct iovec *local, size_t ln,
+                                       const struct iovec *remote, size_t rn)
+{
+	return p->lp ? ep->link->ops->bulk_read(ep->link, p->lp, local, ln, remote, rn)
+	             : -FI_EIO;
+}
+static inline ssize_t lm_rdm_bulk_write(struct lm_rdm_ep *ep, struct lm_rdm_peer *p,
+                                        const struct iovec *local, size_t ln,
+                                        const struct iovec *remote, size_t rn)
+{
+	return p->lp ? ep->link->ops->bulk_write(ep->link, p->lp, local, ln, remote, rn)
+	             : -FI_EIO;
+}
 /* The peer a packet came from (src_addr, as the link gives it), made on
  * first contact; NULL without memory.  The last sender is cached and
  * compared inline: this runs for every packet. */

@@ -105,7 +105,7 @@ static void on_write(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 				answer(ep, peer, LM_OP_FIN, h->sreq, FI_EAGAIN);
 			return;
 		}
-		got = ep->link->ops->bulk_read(ep->link, peer->lp, iov, n, remote, rn);
+		got = lm_rdm_bulk_read(ep, peer, iov, n, remote, rn);
 
 		if (got == (ssize_t)h->size) {
 			lm_rdm_rma_target_event(ep, peer, true, h->key, h->flags, h->data,
@@ -139,7 +139,7 @@ static void on_read_req(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 	    (ep->link->caps & LM_LINK_BULK_WRITE) && ep->link->ops->bulk_write &&
 	    !peer->bulk_broken) {
 		ssize_t got =
-		    ep->link->ops->bulk_write(ep->link, peer->lp, iov, n, remote, rn);
+		    lm_rdm_bulk_write(ep, peer, iov, n, remote, rn);
 
 		if (got == (ssize_t)h->size) {
 			lm_rdm_rma_target_event(ep, peer, false, h->key, 0, 0, h->size);
