@@ -132,7 +132,6 @@ static void test_addr(void)
 	    "",
 	    "fi_shm://",
 	    "shm://12/0123456789abcdef",
-	    "fi_shm://0/0123456789abcdef",
 	    "fi_shm://-1/0123456789abcdef",
 	    "fi_shm://12/0123456789abcde",
 	    "fi_shm://12/0123456789abcdefa",
@@ -166,6 +165,27 @@ static void test_addr(void)
 		CHECK_INT(ret, -FI_EINVAL);
 	}
 	CHECK_INT(shm_addr_parse(NULL, &pid, &token), -FI_EINVAL);
+	/* Pid 0: a named endpoint's address, found by its name's hash. */
+	CHECK_INT(shm_addr_parse("fi_shm://0/0123456789abcdef", &pid, &token), 0);
+	CHECK_INT(pid, 0);
+	CHECK_HEX(token, 0x0123456789abcdefULL);
+	/* Any other text is a name; the same name, the same address. */
+	CHECK_INT(shm_addr_resolve("fi_ns://127.0.0.1:9228", &pid, &token), 0);
+	CHECK_INT(pid, 0);
+	CHECK(token != 0);
+	{
+		uint64_t t2 = 0, t3 = 0;
+		pid_t p2 = -1;
+
+		CHECK_INT(shm_addr_resolve("foo", &p2, &t2), 0);
+		CHECK_INT(shm_addr_resolve("fi_shm://foo", &p2, &t3), 0);
+		CHECK_HEX(t2, t3);
+		CHECK(t2 != token);
+		CHECK_INT(shm_addr_resolve("fi_shm://77/FEDCBA9876543210", &p2, &t2), 0);
+		CHECK_INT(p2, 77);
+	}
+	CHECK_INT(shm_addr_resolve("", &pid, &token), -FI_EINVAL);
+	CHECK_INT(shm_addr_resolve(NULL, &pid, &token), -FI_EINVAL);
 }
 
 /* ---- create / open / close ------------------------------------------------ */
