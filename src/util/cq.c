@@ -422,8 +422,17 @@ static ssize_t cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 		avail = cq_count(cq);
 		head = lm_ring_peek(&cq->ring);
 		left = lm_timeout_left(timeout, start);
-		if (avail >= threshold || (head && head->err) ||
-		    (atomic_load(&cq->signal_gen) != gen) || !left) {
+		if (avail >= threshold || (head && head->err) || !left) {
+			ret = avail ? cq_read_locked(cq, buf, count, src) : -FI_EAGAIN;
+			break;
+		}
+		/* About to sleep: a signal sent while we slept, or before this
+		 * call with nobody asleep to take it, ends the read instead.
+		 * Like the reference, a read that returns without sleeping
+		 * (entries, timeout 0) leaves an early signal for the next. */
+		if (atomic_load(&cq->signal_gen) != gen ||
+		    atomic_load(&cq->signal_pending)) {
+			atomic_store(&cq->signal_pending, false);
 			ret = avail ? cq_read_locked(cq, buf, count, src) : -FI_EAGAIN;
 			break;
 		}
@@ -452,6 +461,11 @@ static int cq_signal(struct fid_cq *cq_fid)
 
 	if (!cq->wait)
 		return -FI_ENOSYS;
+	/* man fi_cq: "unblock any thread waiting in fi_cq_sread": every
+	 * current sleeper sees the generation move.  A signal that finds no
+	 * sleeper is kept (as the reference does) so a read about to block
+	 * does not miss the wake-up that was meant for it. */
+	atomic_store(&cq->signal_pending, true);
 	atomic_fetch_add(&cq->signal_gen, 1);
 	lm_wait_signal(cq->wait);
 	return 0;
@@ -665,6 +679,7 @@ int lm_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq
 	atomic_init(&cq->sleepers, 0);
 	atomic_init(&cq->armed, false);
 	atomic_init(&cq->signal_gen, 0u);
+	atomic_init(&cq->signal_pending, false);
 
 	cq->cq_fid.fid.fclass = FI_CLASS_CQ;
 	cq->cq_fid.fid.context = context;

@@ -53,6 +53,9 @@ struct lm_cq {
 	atomic_int sleepers;          /* readers inside sread */
 	atomic_bool armed;            /* fi_trywait said "sleep": signal next write */
 	atomic_uint signal_gen; /* fi_cq_signal calls: sread returns when it moves */
+	/* An fi_cq_signal no sread has answered yet: the next sread that
+	 * would sleep returns at once instead (one for any number). */
+	atomic_bool signal_pending;
 	bool signal_on_fill;    /* someone outside may watch the wait fd */
 
 	/* A provider that has its own prov_errno texts sets this after

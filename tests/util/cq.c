@@ -591,6 +591,30 @@ static void test_sread(enum fi_wait_obj wait)
 	CHECK_INT(n, -FI_EAGAIN);
 	CHECK(dt >= 40 && dt < 1000);
 
+	/* A signal with no reader asleep is kept for the next sread that
+	 * would block (fabtests' cq_signal; the reference does the same),
+	 * which returns -FI_EAGAIN at once and uses it up: several signals
+	 * are one wake-up, not a count. */
+	CHECK_INT(fi_cq_signal(cq), 0);
+	CHECK_INT(fi_cq_signal(cq), 0);
+	t0 = lm_now_ms();
+	CHECK_INT(fi_cq_sread(cq, e, 8, NULL, 5000), -FI_EAGAIN);
+	CHECK(lm_now_ms() - t0 < 1000);
+	t0 = lm_now_ms();
+	CHECK_INT(fi_cq_sread(cq, e, 8, NULL, 100), -FI_EAGAIN);
+	CHECK(lm_now_ms() - t0 >= 90);
+	/* A read that does not sleep leaves it: one with entries to return,
+	 * one with timeout 0, fi_cq_read. */
+	CHECK_INT(fi_cq_signal(cq), 0);
+	lm_cq_write(lmcq(cq), ctx(6), 0, 0, NULL, 0, 0, 0);
+	CHECK_INT(fi_cq_sread(cq, e, 8, NULL, 5000), 1);
+	CHECK(e[0].op_context == ctx(6));
+	CHECK_INT(fi_cq_sread(cq, e, 8, NULL, 0), -FI_EAGAIN);
+	CHECK_INT(fi_cq_read(cq, e, 8), -FI_EAGAIN);
+	t0 = lm_now_ms();
+	CHECK_INT(fi_cq_sreadfrom(cq, e, 8, NULL, NULL, -1), -FI_EAGAIN);
+	CHECK(lm_now_ms() - t0 < 1000);
+
 	/* an error at the head ends a blocking read at once */
 	{
 		struct fi_cq_err_entry err = {.err = FI_EIO};
