@@ -82,6 +82,27 @@ int lm_info_match_list(uint32_t version, const struct fi_info *const *tmpls,
 #define LM_SECONDARY_CAPS                                                                \
 	(FI_MULTI_RECV | FI_SOURCE | FI_RMA_EVENT | FI_SHARED_AV | FI_TRIGGER |          \
 	 FI_FENCE | FI_LOCAL_COMM | FI_REMOTE_COMM | FI_SOURCE_ERR | FI_RMA_PMEM)
+#define LM_TX_MODIFIERS (FI_SEND | FI_READ | FI_WRITE)
+#define LM_RX_MODIFIERS (FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE)
+/* The capabilities that apply to transmit and to receive contexts (man
+ * fi_endpoint); the domain ones (FI_LOCAL_COMM, FI_REMOTE_COMM,
+ * FI_SHARED_AV) belong to neither. */
+#define LM_TX_CAPS                                                                       \
+	(FI_MSG | FI_RMA | FI_TAGGED | FI_ATOMIC | LM_TX_MODIFIERS | FI_HMEM |           \
+	 FI_TRIGGER | FI_FENCE | FI_MULTICAST | FI_RMA_PMEM | FI_NAMED_RX_CTX |          \
+	 FI_COLLECTIVE)
+#define LM_RX_CAPS                                                                       \
+	(FI_MSG | FI_RMA | FI_TAGGED | FI_ATOMIC | LM_RX_MODIFIERS | FI_HMEM |           \
+	 FI_TRIGGER | FI_RMA_PMEM | FI_DIRECTED_RECV | FI_VARIABLE_MSG | FI_MULTI_RECV | \
+	 FI_SOURCE | FI_RMA_EVENT | FI_SOURCE_ERR | FI_COLLECTIVE)
+
+/* In a template's domain_attr->mr_mode only: its other bits are what the
+ * provider prefers, not what it needs.  The answer keeps those the
+ * application accepts and drops the rest, as a provider whose memory
+ * registration serves every mode (util's does: offsets or virtual
+ * addresses, its keys or the application's) may.  Never reaches an
+ * application. */
+#define LM_MR_PREFERRED (1 << 30)
 
 /* ---- logging (log.c) ------------------------------------------------- */
 

@@ -20,31 +20,36 @@
 		return -FI_ENODATA;                                                      \
 	} while (0)
 
-/* A primary capability asked for without modifiers means all of them. */
-static uint64_t expand_caps(uint64_t caps)
+#define ALL_MODIFIERS (LM_MSG_MODIFIERS | LM_RMA_MODIFIERS)
+
+/* A primary capability asked for without modifiers means all of them that
+ * apply where it is asked: mods is every modifier for the endpoint, one
+ * direction's for a transmit or receive context (FI_MSG in tx_attr is
+ * FI_SEND, not FI_RECV). */
+static uint64_t expand_caps(uint64_t caps, uint64_t mods)
 {
 	if ((caps & (FI_MSG | FI_TAGGED | FI_COLLECTIVE | FI_VARIABLE_MSG)) &&
 	    !(caps & LM_MSG_MODIFIERS))
-		caps |= LM_MSG_MODIFIERS;
+		caps |= LM_MSG_MODIFIERS & mods;
 	if ((caps & (FI_RMA | FI_ATOMIC)) && !(caps & LM_RMA_MODIFIERS))
-		caps |= LM_RMA_MODIFIERS;
+		caps |= LM_RMA_MODIFIERS & mods;
 	return caps;
 }
 
 /* What to report: the primary capabilities (and modifiers) asked for,
  * plus the template's secondary capabilities, which may be reported
  * unrequested. */
-static uint64_t narrow_caps(uint64_t want, uint64_t have)
+static uint64_t narrow_caps(uint64_t want, uint64_t have, uint64_t mods)
 {
 	if (!want)
 		return have;
-	want = expand_caps(want) & have;
+	want = expand_caps(want, mods) & have;
 	return want | (have & LM_SECONDARY_CAPS & ~FI_SOURCE_ERR);
 }
 
-static bool caps_ok(uint64_t want, uint64_t have)
+static bool caps_ok(uint64_t want, uint64_t have, uint64_t mods)
 {
-	return !(expand_caps(want) & ~have);
+	return !(expand_caps(want, mods) & ~have);
 }
 
 /* Threading levels, weakest first: a provider that is safe at one level
@@ -70,9 +75,11 @@ static int thread_rank(enum fi_threading t)
 #define MR_BASIC_BITS (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY)
 
 /* The mr_mode bits an application accepts, in post-1.5 form.  Before 1.5
- * (and for the legacy values at any version) the field holds FI_MR_BASIC,
- * FI_MR_SCALABLE or FI_MR_UNSPEC, and the FI_LOCAL_MR mode bit means
- * the application registers local buffers. */
+ * the field holds FI_MR_BASIC, FI_MR_SCALABLE or FI_MR_UNSPEC (either of
+ * the two), and the FI_LOCAL_MR mode bit means the application registers
+ * local buffers (which libfabric still honours later).  From 1.5, 0 is no
+ * bit at all: the default registration, which FI_MR_SCALABLE names (man
+ * fi_domain, fi_mr), not basic registration's bits. */
 static int app_mr_bits(uint32_t version, const struct fi_info *hints, int mr_mode)
 {
 	int local = (hints->mode & FI_LOCAL_MR) ? FI_MR_LOCAL : 0;
@@ -81,20 +88,52 @@ static int app_mr_bits(uint32_t version, const struct fi_info *hints, int mr_mod
 		return MR_BASIC_BITS | local;
 	if (mr_mode == FI_MR_SCALABLE)
 		return local;
-	if (mr_mode == FI_MR_UNSPEC || FI_VERSION_LT(version, FI_VERSION(1, 5)))
+	if (FI_VERSION_LT(version, FI_VERSION(1, 5)))
 		return MR_BASIC_BITS | local;
 	return mr_mode | local;
 }
 
-static int match_domain(uint32_t version, const struct fi_info *tmpl,
-                        const struct fi_info *hints, struct fi_info *out)
+/* The answer's mr_mode: the template's bits, which the application must
+ * accept unless the template only prefers them (LM_MR_PREFERRED), in the
+ * form the application speaks. */
+static int match_mr(uint32_t version, const struct fi_info *tmpl,
+                    const struct fi_info *hints, struct fi_info *out)
+{
+	static const struct fi_info no_hints;
+	const struct fi_domain_attr *h = hints ? hints->domain_attr : NULL;
+	int have = tmpl->domain_attr->mr_mode & ~LM_MR_PREFERRED;
+	bool preferred = tmpl->domain_attr->mr_mode & LM_MR_PREFERRED;
+	bool legacy = FI_VERSION_LT(version, FI_VERSION(1, 5)) ||
+	              (h && (h->mr_mode == FI_MR_BASIC || h->mr_mode == FI_MR_SCALABLE));
+	int accept, mr_mode;
+
+	/* No hints from 1.5 on: the provider's own choice. */
+	if (!hints && !legacy) {
+		out->domain_attr->mr_mode = have;
+		return 0;
+	}
+	accept = app_mr_bits(version, hints ? hints : &no_hints, h ? h->mr_mode : 0);
+	if (!preferred && (have & ~accept))
+		REJECT("mr_mode 0x%x required", have);
+	mr_mode = preferred ? have & accept : have;
+	out->domain_attr->mr_mode = mr_mode;
+	if (legacy) {
+		if (mr_mode & FI_MR_LOCAL)
+			out->mode |= FI_LOCAL_MR;
+		out->domain_attr->mr_mode =
+		    (mr_mode & MR_BASIC_BITS) ? FI_MR_BASIC : FI_MR_SCALABLE;
+	}
+	return 0;
+}
+
+static int match_domain(const struct fi_info *tmpl, const struct fi_info *hints,
+                        struct fi_info *out)
 {
 	const struct fi_domain_attr *p = tmpl->domain_attr, *h = hints->domain_attr;
 	struct fi_domain_attr *o = out->domain_attr;
-	int accept;
 
 	if (!h)
-		goto legacy_mr;
+		return 0;
 	if (h->name && (!p->name || strcmp(h->name, p->name)))
 		REJECT("domain %s not offered", h->name);
 	if (h->threading) {
@@ -137,26 +176,13 @@ static int match_domain(uint32_t version, const struct fi_info *tmpl,
 	    h->mr_cnt > p->mr_cnt || h->max_err_data > p->max_err_data ||
 	    h->auth_key_size > p->auth_key_size)
 		REJECT("a domain resource count exceeds the provider's");
-	if (!caps_ok(h->caps, p->caps))
+	if (!caps_ok(h->caps, p->caps, ALL_MODIFIERS))
 		REJECT("domain caps 0x%llx not supported", (unsigned long long)h->caps);
-	o->caps = h->caps ? narrow_caps(h->caps, p->caps) : p->caps;
+	o->caps = h->caps ? narrow_caps(h->caps, p->caps, ALL_MODIFIERS) : p->caps;
 	if (p->mode & ~h->mode)
 		REJECT("domain mode 0x%llx required", (unsigned long long)p->mode);
 	if (h->tclass)
 		o->tclass = h->tclass;
-
-legacy_mr:
-	accept = app_mr_bits(version, hints, h ? h->mr_mode : FI_MR_UNSPEC);
-	if (p->mr_mode & ~accept)
-		REJECT("mr_mode 0x%x required", p->mr_mode);
-	o->mr_mode = p->mr_mode;
-	if (FI_VERSION_LT(version, FI_VERSION(1, 5)) ||
-	    (h && (h->mr_mode == FI_MR_BASIC || h->mr_mode == FI_MR_SCALABLE))) {
-		/* Answer in the form the application speaks. */
-		if (p->mr_mode & FI_MR_LOCAL)
-			out->mode |= FI_LOCAL_MR;
-		o->mr_mode = (p->mr_mode & MR_BASIC_BITS) ? FI_MR_BASIC : FI_MR_SCALABLE;
-	}
 	return 0;
 }
 
@@ -210,14 +236,24 @@ struct xfer_attr {
 /* Checks common to tx and rx attributes; flags_free are operation flags
  * every provider honours as defaults whatever its template says (loom's
  * providers are all on the RDM engine, which serves the completion levels
- * on every call).  o holds the answer so far and is narrowed only where
+ * on every call).  applies is what the direction's caps can hold, and
+ * info_caps the endpoint's answer, which a context's caps stay within
+ * (man fi_endpoint).  o holds the answer so far and is narrowed only where
  * the hints ask. */
 static int match_xfer(const struct fi_info *tmpl, const char *dir,
                       const struct xfer_attr *h, const struct xfer_attr *p,
-                      uint64_t info_mode, uint64_t flags_free, struct xfer_attr *o)
+                      uint64_t info_mode, uint64_t flags_free, uint64_t applies,
+                      uint64_t info_caps, struct xfer_attr *o)
 {
-	if (!caps_ok(h->caps, p->caps))
-		REJECT("%s caps 0x%llx not supported", dir, (unsigned long long)h->caps);
+	/* A bit that does not apply to the direction asks nothing of it, as
+	 * when an application copies its caps into tx_attr and rx_attr. */
+	uint64_t want = h->caps & applies, mods = applies & ALL_MODIFIERS;
+
+	if (!caps_ok(want, p->caps, mods))
+		REJECT("%s caps 0x%llx not supported", dir, (unsigned long long)want);
+	if (expand_caps(want, mods) & ~info_caps)
+		REJECT("%s caps 0x%llx beyond the endpoint's", dir,
+		       (unsigned long long)(expand_caps(want, mods) & ~info_caps));
 	if (h->op_flags & ~p->op_flags & ~flags_free)
 		REJECT("%s op_flags 0x%llx not supported", dir,
 		       (unsigned long long)h->op_flags);
@@ -229,8 +265,8 @@ static int match_xfer(const struct fi_info *tmpl, const char *dir,
 		       (unsigned long long)h->comp_order);
 	if (p->mode & ~(h->mode ? h->mode : info_mode))
 		REJECT("%s mode 0x%llx required", dir, (unsigned long long)p->mode);
-	if (h->caps)
-		o->caps = narrow_caps(h->caps, p->caps);
+	if (want)
+		o->caps = narrow_caps(want, p->caps, mods) & info_caps;
 	if (h->op_flags)
 		o->op_flags = h->op_flags;
 	if (h->msg_order)
@@ -248,10 +284,12 @@ static int match_tx(const struct fi_info *tmpl, const struct fi_info *hints,
 
 	if (!h)
 		return 0;
+	/* FI_INJECT too: every transmit call of the engine copies the data
+	 * (or fails with -FI_EMSGSIZE past inject_size) when it is set. */
 	ret = match_xfer(tmpl, "tx", &hx, &px, hints->mode,
-	                 FI_COMPLETION | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE |
-	                     FI_DELIVERY_COMPLETE,
-	                 &ox);
+	                 FI_COMPLETION | FI_INJECT | FI_INJECT_COMPLETE |
+	                     FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE,
+	                 LM_TX_CAPS, out->caps, &ox);
 	if (ret)
 		return ret;
 	if (h->inject_size > p->inject_size || h->size > p->size ||
@@ -276,7 +314,7 @@ static int match_rx(const struct fi_info *tmpl, const struct fi_info *hints,
 	if (!h)
 		return 0;
 	ret = match_xfer(tmpl, "rx", &hx, &px, hints->mode, FI_COMPLETION | FI_MULTI_RECV,
-	                 &ox);
+	                 LM_RX_CAPS, out->caps, &ox);
 	if (ret)
 		return ret;
 	if (h->total_buffered_recv > p->total_buffered_recv || h->size > p->size ||
@@ -304,7 +342,7 @@ static int match_top(const struct fi_info *tmpl, const struct fi_info *hints,
 {
 	const struct fi_fabric_attr *pf = tmpl->fabric_attr, *hf = hints->fabric_attr;
 
-	if (!caps_ok(hints->caps, tmpl->caps))
+	if (!caps_ok(hints->caps, tmpl->caps, ALL_MODIFIERS))
 		REJECT("caps 0x%llx not supported",
 		       (unsigned long long)(hints->caps & ~tmpl->caps));
 	/* Modes are requirements the application must accept: a zero mode
@@ -317,11 +355,8 @@ static int match_top(const struct fi_info *tmpl, const struct fi_info *hints,
 	if (hf && hf->name && (!pf->name || strcmp(hf->name, pf->name)))
 		REJECT("fabric %s not offered", hf->name);
 
-	out->caps = narrow_caps(hints->caps, tmpl->caps);
+	out->caps = narrow_caps(hints->caps, tmpl->caps, ALL_MODIFIERS);
 	out->mode = tmpl->mode & hints->mode;
-	/* Keep the sub-attribute capabilities within what the answer has. */
-	out->tx_attr->caps &= out->caps | LM_MSG_MODIFIERS | LM_RMA_MODIFIERS;
-	out->rx_attr->caps &= out->caps | LM_MSG_MODIFIERS | LM_RMA_MODIFIERS;
 	if (hints->handle)
 		out->handle = hints->handle;
 	return 0;
@@ -346,7 +381,7 @@ int lm_info_match(uint32_t version, const struct fi_info *tmpl,
                   const struct fi_info *hints, struct fi_info **out)
 {
 	struct fi_info *o;
-	int ret;
+	int ret = 0;
 
 	*out = NULL;
 	o = lm_info_dup(tmpl);
@@ -357,7 +392,7 @@ int lm_info_match(uint32_t version, const struct fi_info *tmpl,
 		if (!ret)
 			ret = match_ep(tmpl, hints, o);
 		if (!ret)
-			ret = match_domain(version, tmpl, hints, o);
+			ret = match_domain(tmpl, hints, o);
 		if (!ret)
 			ret = match_tx(tmpl, hints, o);
 		if (!ret)
@@ -370,19 +405,18 @@ int lm_info_match(uint32_t version, const struct fi_info *tmpl,
 				ret = copy_addr(&o->dest_addr, &o->dest_addrlen,
 				                hints->dest_addr, hints->dest_addrlen);
 		}
-		if (ret) {
-			lm_info_free(o);
-			return ret;
-		}
-	} else if (FI_VERSION_LT(version, FI_VERSION(1, 5))) {
-		struct fi_info legacy = {0};
-
-		ret = match_domain(version, tmpl, &legacy, o);
-		if (ret) {
-			lm_info_free(o);
-			return ret;
-		}
 	}
+	if (!ret)
+		ret = match_mr(version, tmpl, hints, o);
+	if (ret) {
+		lm_info_free(o);
+		return ret;
+	}
+	/* A context's capabilities are the endpoint's that apply to its
+	 * direction (man fi_endpoint): never a domain capability, never one
+	 * the answer narrowed away. */
+	o->tx_attr->caps &= o->caps & LM_TX_CAPS;
+	o->rx_attr->caps &= o->caps & LM_RX_CAPS;
 	*out = o;
 	return 0;
 }

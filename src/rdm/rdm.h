@@ -176,11 +176,15 @@ static inline size_t lm_rdm_rts_len(const struct lm_rdm_rts *rts)
 #define LM_SPLIT_MIN (256 * 1024)
 
 /* The fi_domain_attr fields every provider on the engine reports, as
- * designated initializers (a provider adds its name and caps). */
+ * designated initializers (a provider adds its name and caps).  Virtual
+ * addresses and provider keys are preferred, not needed: util's memory
+ * registration serves offsets and application keys too, so applications
+ * that accept neither (the default registration) are served as well. */
 #define LM_RDM_DOMAIN_ATTRS                                                              \
 	.threading = FI_THREAD_SAFE, .control_progress = FI_PROGRESS_MANUAL,             \
 	.data_progress = FI_PROGRESS_MANUAL, .resource_mgmt = FI_RM_ENABLED,             \
-	.av_type = FI_AV_UNSPEC, .mr_mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY,            \
+	.av_type = FI_AV_UNSPEC,                                                         \
+	.mr_mode = LM_MR_PREFERRED | FI_MR_VIRT_ADDR | FI_MR_PROV_KEY,                   \
 	.mr_key_size = sizeof(uint64_t), .cq_data_size = sizeof(uint64_t),              \
 	.cq_cnt = 1024, .ep_cnt = 256, .tx_ctx_cnt = 256, .rx_ctx_cnt = 256,             \
 	.max_ep_tx_ctx = 1, .max_ep_rx_ctx = 1, .mr_iov_limit = LM_IOV_LIMIT,            \

@@ -14,8 +14,10 @@
 
 /* ---- two test providers: "alpha" (RDM, fast) and "beta" (MSG) --------- */
 
+/* FI_LOCAL_COMM in a_tx is a template slip the matching must not pass on:
+ * it is an endpoint and domain capability, not a transmit one. */
 static struct fi_tx_attr a_tx = {
-	.caps = FI_MSG | FI_TAGGED | FI_RMA | FI_SEND | FI_READ | FI_WRITE,
+	.caps = FI_MSG | FI_TAGGED | FI_RMA | FI_SEND | FI_READ | FI_WRITE | FI_LOCAL_COMM,
 	.msg_order = FI_ORDER_SAS,
 	.inject_size = 64,
 	.size = 1024,
@@ -59,7 +61,7 @@ static struct fi_domain_attr a_dom = {
 static struct fi_fabric_attr a_fab = {.name = "alpha-fabric"};
 static struct fi_info a_info = {
 	.caps = FI_MSG | FI_TAGGED | FI_RMA | FI_SEND | FI_RECV | FI_READ | FI_WRITE |
-		FI_REMOTE_READ | FI_REMOTE_WRITE | FI_SOURCE | FI_MULTI_RECV,
+		FI_REMOTE_READ | FI_REMOTE_WRITE | FI_SOURCE | FI_MULTI_RECV | FI_LOCAL_COMM,
 	.addr_format = FI_ADDR_STR,
 	.tx_attr = &a_tx,
 	.rx_attr = &a_rx,
@@ -168,6 +170,10 @@ static struct fi_info *get(uint32_t version, const struct fi_info *hints, int *r
 	return *ret ? NULL : info;
 }
 
+/* alpha requires these mr_mode bits: hints that are not about memory
+ * registration offer them, since from API 1.5 an mr_mode of 0 accepts none. */
+#define ALPHA_MR (FI_MR_PROV_KEY | FI_MR_VIRT_ADDR)
+
 /* ---- tests ----------------------------------------------------------------- */
 
 static void test_no_hints(void)
@@ -197,6 +203,7 @@ static void test_ep_type(void)
 	int ret;
 
 	hints->mode = ~0ULL;
+	hints->domain_attr->mr_mode = ALPHA_MR;
 	hints->ep_attr->type = FI_EP_RDM;
 	info = get(FI_VERSION(1, 17), hints, &ret);
 	CHECK_INT(count(info), 1);
@@ -222,6 +229,7 @@ static void test_caps(void)
 
 	hints->caps = FI_TAGGED;
 	hints->mode = ~0ULL;
+	hints->domain_attr->mr_mode = ALPHA_MR;
 	info = get(FI_VERSION(1, 17), hints, &ret);
 	CHECK_INT(count(info), 1);
 	if (info) {
@@ -231,8 +239,67 @@ static void test_caps(void)
 		CHECK_HEX(info->caps & (FI_RMA | FI_MSG | FI_READ), 0);
 		CHECK_HEX(info->caps & FI_SOURCE, FI_SOURCE);
 		CHECK_HEX(info->tx_attr->caps & FI_RMA, 0);
+		/* The contexts' modifiers are those of what was asked for:
+		 * no RMA ones next to FI_TAGGED (man fi_endpoint: a context's
+		 * caps are a subset of the endpoint's). */
+		CHECK_HEX(info->tx_attr->caps, FI_TAGGED | FI_SEND);
+		CHECK_HEX(info->rx_attr->caps & ~(FI_SOURCE | FI_MULTI_RECV),
+			  FI_TAGGED | FI_RECV);
+		CHECK_HEX(info->tx_attr->caps & ~info->caps, 0);
+		CHECK_HEX(info->rx_attr->caps & ~info->caps, 0);
 	}
 	fi_freeinfo(info);
+
+	/* FI_LOCAL_COMM is the endpoint's and the domain's: never a context's,
+	 * even with no hints at all. */
+	hints->caps = 0;
+	hints->ep_attr->type = FI_EP_RDM; /* alpha only */
+	info = get(FI_VERSION(1, 17), hints, &ret);
+	CHECK_INT(count(info), 1);
+	if (info) {
+		CHECK_HEX(info->caps & FI_LOCAL_COMM, FI_LOCAL_COMM);
+		CHECK_HEX(info->tx_attr->caps & FI_LOCAL_COMM, 0);
+		CHECK_HEX(info->tx_attr->caps,
+			  FI_MSG | FI_TAGGED | FI_RMA | FI_SEND | FI_READ | FI_WRITE);
+	}
+	fi_freeinfo(info);
+	info = NULL;
+	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, NULL, &info);
+	CHECK_INT(ret, 0);
+	CHECK_STR(prov_of(info), "alpha");
+	if (info)
+		CHECK_HEX(info->tx_attr->caps & FI_LOCAL_COMM, 0);
+	fi_freeinfo(info);
+
+	/* Caps asked of a context imply that direction's modifiers only:
+	 * FI_MSG in tx_attr is FI_SEND (no receive side to find there),
+	 * FI_RMA in rx_attr is the remote ones.  A bit of the other
+	 * direction asks nothing of it; a primary capability beyond the
+	 * endpoint's cannot be given. */
+	hints->tx_attr->caps = FI_MSG;
+	info = get(FI_VERSION(1, 17), hints, &ret);
+	CHECK_INT(count(info), 1);
+	if (info)
+		CHECK_HEX(info->tx_attr->caps, FI_MSG | FI_SEND);
+	fi_freeinfo(info);
+	hints->tx_attr->caps = FI_MSG | FI_RECV;
+	info = get(FI_VERSION(1, 17), hints, &ret);
+	CHECK_INT(count(info), 1);
+	if (info)
+		CHECK_HEX(info->tx_attr->caps, FI_MSG | FI_SEND);
+	fi_freeinfo(info);
+	hints->tx_attr->caps = 0;
+	hints->rx_attr->caps = FI_RMA;
+	info = get(FI_VERSION(1, 17), hints, &ret);
+	CHECK_INT(count(info), 1);
+	if (info)
+		CHECK_HEX(info->rx_attr->caps & ~(FI_SOURCE | FI_MULTI_RECV),
+			  FI_RMA | FI_REMOTE_READ | FI_REMOTE_WRITE);
+	fi_freeinfo(info);
+	hints->caps = FI_MSG;
+	info = get(FI_VERSION(1, 17), hints, &ret);
+	CHECK_INT(ret, -FI_ENODATA);
+	hints->rx_attr->caps = 0;
 
 	hints->caps = FI_RMA | FI_REMOTE_WRITE;
 	info = get(FI_VERSION(1, 17), hints, &ret);
@@ -258,6 +325,7 @@ static void test_mode(void)
 	int ret;
 
 	hints->caps = FI_MSG;
+	hints->domain_attr->mr_mode = ALPHA_MR;
 	info = get(FI_VERSION(1, 17), hints, &ret); /* beta needs FI_CONTEXT */
 	CHECK_INT(count(info), 1);
 	CHECK_STR(prov_of(info), "alpha");
@@ -315,6 +383,58 @@ static void test_mr_mode(void)
 	if (info)
 		CHECK_HEX(info->domain_attr->mr_mode, FI_MR_BASIC);
 	fi_freeinfo(info);
+
+	/* 0 from 1.5 is the default registration, no bits: alpha, which needs
+	 * PROV_KEY|VIRT_ADDR, is not for this application (before 1.5 the
+	 * same 0 is FI_MR_UNSPEC, basic or scalable: alpha, answered as basic). */
+	hints->domain_attr->mr_mode = 0;
+	info = get(FI_VERSION(1, 17), hints, &ret);
+	CHECK_INT(ret, -FI_ENODATA);
+	info = get(FI_VERSION(1, 4), hints, &ret);
+	CHECK_INT(count(info), 1);
+	if (info)
+		CHECK_HEX(info->domain_attr->mr_mode, FI_MR_BASIC);
+	fi_freeinfo(info);
+	fi_freeinfo(hints);
+}
+
+/* A template whose mr_mode bits are only preferred (LM_MR_PREFERRED, as the
+ * RDM engine's providers have them): the answer keeps the bits the
+ * application accepts and never shows the marker. */
+static void test_mr_preferred(void)
+{
+	struct fi_domain_attr dom = a_dom;
+	struct fi_info tmpl = a_info, *hints = fi_allocinfo(), *out = NULL;
+	static const struct {
+		uint32_t version;
+		int hint, want;
+	} cases[] = {
+	    {FI_VERSION(1, 17), 0, 0},
+	    {FI_VERSION(1, 17), FI_MR_VIRT_ADDR, FI_MR_VIRT_ADDR},
+	    {FI_VERSION(1, 17), FI_MR_LOCAL | FI_MR_ENDPOINT, 0},
+	    {FI_VERSION(1, 17),
+	     FI_MR_LOCAL | FI_MR_PROV_KEY | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED,
+	     FI_MR_PROV_KEY | FI_MR_VIRT_ADDR},
+	    {FI_VERSION(1, 17), FI_MR_BASIC, FI_MR_BASIC},
+	    {FI_VERSION(1, 17), FI_MR_SCALABLE, FI_MR_SCALABLE},
+	    {FI_VERSION(1, 4), FI_MR_UNSPEC, FI_MR_BASIC},
+	};
+
+	dom.mr_mode = LM_MR_PREFERRED | ALPHA_MR;
+	tmpl.domain_attr = &dom;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		hints->domain_attr->mr_mode = cases[i].hint;
+		CHECK_INT(lm_info_match(cases[i].version, &tmpl, hints, &out), 0);
+		if (out)
+			CHECK_HEX(out->domain_attr->mr_mode, cases[i].want);
+		fi_freeinfo(out);
+		out = NULL;
+	}
+	/* No hints: the provider's choice, without the marker. */
+	CHECK_INT(lm_info_match(FI_VERSION(1, 17), &tmpl, NULL, &out), 0);
+	if (out)
+		CHECK_HEX(out->domain_attr->mr_mode, ALPHA_MR);
+	fi_freeinfo(out);
 	fi_freeinfo(hints);
 }
 
@@ -618,6 +738,7 @@ int main(void)
 	test_caps();
 	test_mode();
 	test_mr_mode();
+	test_mr_preferred();
 	test_domain_attrs();
 	test_provider_selection();
 	test_bad_input();

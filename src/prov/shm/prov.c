@@ -16,10 +16,10 @@
 	 FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_SOURCE | FI_DIRECTED_RECV |    \
 	 FI_MULTI_RECV | FI_LOCAL_COMM | FI_RMA_EVENT | FI_FENCE)
 
+/* A context holds only the caps of its direction (FI_FENCE is a transmit
+ * one); FI_LOCAL_COMM is the endpoint's and the domain's (man fi_endpoint). */
 static struct fi_tx_attr shm_tx = {
-    .caps = SHM_CAPS & ~(FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_MULTI_RECV |
-                         FI_DIRECTED_RECV | FI_SOURCE | FI_RMA_EVENT),
-    /* FI_FENCE stays: it applies to transmits. */
+    .caps = SHM_CAPS & LM_TX_CAPS,
     .op_flags = 0,
     .msg_order = FI_ORDER_SAS,
     .comp_order = FI_ORDER_NONE,
@@ -29,7 +29,7 @@ static struct fi_tx_attr shm_tx = {
     .rma_iov_limit = 1,
 };
 static struct fi_rx_attr shm_rx = {
-    .caps = SHM_CAPS & ~(FI_SEND | FI_READ | FI_WRITE | FI_FENCE),
+    .caps = SHM_CAPS & LM_RX_CAPS,
     .op_flags = 0,
     .msg_order = FI_ORDER_SAS,
     .comp_order = FI_ORDER_NONE,
