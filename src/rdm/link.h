@@ -89,6 +89,8 @@ struct lm_link_ops {
 	int (*addr_from_str)(const char *node, const char *service, void *addr);
 	const char *addr_prefix; /* FI_ADDR_STR text prefix (lm_av_addr_ops) */
 	int (*addr_to_str)(const void *addr, char *buf, size_t *len);
+	/* Optional: can these addrlen bytes name a peer (lm_av_addr_ops)? */
+	int (*addr_check)(const void *addr);
 
 	/* name: the address to take (fi_setname, info->src_addr) or NULL for
 	 * a fresh one.  ctx: the provider's per-domain link state. */

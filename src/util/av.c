@@ -348,6 +348,8 @@ static int insert_batch(struct lm_av *av, size_t count, addr_source src, const v
 		fi_addr_t out = FI_ADDR_NOTAVAIL;
 		int r = src(av, arg, i, &addr);
 
+		if (!r && av->ops->check)
+			r = av->ops->check(addr);
 		if (!r)
 			r = insert_one(av, addr, user_ids ? &fi_addr[i] : NULL, &out);
 		if (fi_addr)

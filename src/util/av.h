@@ -26,6 +26,11 @@ struct lm_av_addr_ops {
 	 * binaries such as fi_pingpong rely on that.  A buffer starting with
 	 * the prefix cannot be an array of pointers, so both are accepted. */
 	const char *str_prefix;
+	/* Optional: 0 when the addrlen bytes at addr (given binary or parsed
+	 * from text) can name a peer, else a negative FI_E* code, which fails
+	 * the insertion of that one address (man fi_av: the AV reports it per
+	 * entry, in fi_addr, FI_SYNC_ERR or an error event). */
+	int (*check)(const void *addr);
 	/* Optional: attach the provider's peer object (returned by
 	 * lm_av_peer); a negative return fails that one insertion. */
 	int (*on_insert)(struct lm_av *av, fi_addr_t fi_addr, const void *addr,

@@ -42,22 +42,29 @@ static int no_ep(struct fid_domain *domain, struct fi_info *info, struct fid_ep 
 	return -FI_ENOSYS;
 }
 
-static int no_stx(struct fid_domain *domain, struct fi_tx_attr *attr,
-		  struct fid_stx **stx, void *context)
+int lm_domain_no_scalable_ep(struct fid_domain *domain, struct fi_info *info,
+			     struct fid_ep **sep, void *context)
+{
+	(void)domain, (void)info, (void)sep, (void)context;
+	return -FI_ENOSYS;
+}
+
+int lm_domain_no_stx(struct fid_domain *domain, struct fi_tx_attr *attr,
+		     struct fid_stx **stx, void *context)
 {
 	(void)domain, (void)attr, (void)stx, (void)context;
 	return -FI_ENOSYS;
 }
 
-static int no_srx(struct fid_domain *domain, struct fi_rx_attr *attr,
-		  struct fid_ep **rx_ep, void *context)
+int lm_domain_no_srx(struct fid_domain *domain, struct fi_rx_attr *attr,
+		     struct fid_ep **rx_ep, void *context)
 {
 	(void)domain, (void)attr, (void)rx_ep, (void)context;
 	return -FI_ENOSYS;
 }
 
-static int no_query_collective(struct fid_domain *domain, enum fi_collective_op coll,
-			       struct fi_collective_attr *attr, uint64_t flags)
+int lm_domain_no_query_collective(struct fid_domain *domain, enum fi_collective_op coll,
+				  struct fi_collective_attr *attr, uint64_t flags)
 {
 	(void)domain, (void)coll, (void)attr, (void)flags;
 	return -FI_ENOSYS;
@@ -76,13 +83,13 @@ const struct fi_ops_domain lm_domain_ops = {
 	.av_open = lm_av_open,
 	.cq_open = lm_cq_open,
 	.endpoint = no_ep,
-	.scalable_ep = no_ep,
+	.scalable_ep = lm_domain_no_scalable_ep,
 	.cntr_open = lm_cntr_open,
 	.poll_open = lm_poll_open,
-	.stx_ctx = no_stx,
-	.srx_ctx = no_srx,
+	.stx_ctx = lm_domain_no_stx,
+	.srx_ctx = lm_domain_no_srx,
 	.query_atomic = lm_query_atomic,
-	.query_collective = no_query_collective,
+	.query_collective = lm_domain_no_query_collective,
 	.endpoint2 = no_ep2,
 };
 

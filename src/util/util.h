@@ -173,6 +173,16 @@ int lm_fid_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
 int lm_fid_no_control(struct fid *fid, int command, void *arg);
 int lm_fid_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops,
 		       void *context);
+/* Domain ops no util domain supports (-FI_ENOSYS), for providers' own
+ * tables: the header's inline calls have no NULL check for these. */
+int lm_domain_no_scalable_ep(struct fid_domain *domain, struct fi_info *info,
+			     struct fid_ep **sep, void *context);
+int lm_domain_no_stx(struct fid_domain *domain, struct fi_tx_attr *attr,
+		     struct fid_stx **stx, void *context);
+int lm_domain_no_srx(struct fid_domain *domain, struct fi_rx_attr *attr,
+		     struct fid_ep **rx_ep, void *context);
+int lm_domain_no_query_collective(struct fid_domain *domain, enum fi_collective_op coll,
+				  struct fi_collective_attr *attr, uint64_t flags);
 
 /* ---- progress hooks --------------------------------------------------------
  * Data progress is driven by the calls that read completions.  An endpoint

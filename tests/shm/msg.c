@@ -1,7 +1,8 @@
 /* msg.c - messages between two processes on the shm provider: every size
  * from 0 B to 16 MiB with content checks (receive posted first and
  * unexpected), sendv/recvv, remote CQ data, inject, FI_SOURCE addresses,
- * selective completion and send/receive counters. */
+ * selective completion and send/receive counters, and FI_INJECT as the
+ * endpoint's default transmit flag. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -412,9 +413,102 @@ static void selective(char *buf)
 	}
 }
 
+/* ---- FI_INJECT as a default op flag ------------------------------------------------
+ */
+
+/* An endpoint opened with tx_attr->op_flags = FI_INJECT (fabtests'
+ * fi_msg_inject asks for it): every fi_send and fi_tsend gives the buffer
+ * back on return, yet still completes with its context, and one past
+ * inject_size is refused.  More than the eager credit is sent before the
+ * receiver posts anything, so the last sends go out later, from copies. */
+static void inject_default(char *buf)
+{
+	size_t max = E.info->tx_attr->inject_size;
+	size_t n = ((size_t)2 << 20) / max; /* twice the engine's 1 MiB credit */
+	int *ctx = calloc(n, sizeof(*ctx));
+	char *seen = calloc(n, 1);
+
+	CHECK_HEX(E.info->tx_attr->op_flags & FI_INJECT, FI_INJECT);
+	CHECK(max >= 64 && ctx && seen);
+	if (!ctx || !seen || max < 64)
+		goto out;
+	if (E.rank == SENDER) {
+		st_barrier();
+		CHECK_INT(fi_send(E.ep, buf, max + 1, NULL, E.addr[RECEIVER], &ctx[0]),
+		          -FI_EMSGSIZE);
+		for (size_t i = 0; i < n; i++) {
+			ssize_t ret;
+
+			st_fill(buf, max, 700 + i);
+			do {
+				ret = i & 1 ? fi_tsend(E.ep, buf, max, NULL,
+				                       E.addr[RECEIVER], 0x77, &ctx[i])
+				            : fi_send(E.ep, buf, max, NULL,
+				                      E.addr[RECEIVER], &ctx[i]);
+				if (ret == -FI_EAGAIN)
+					st_progress(&E);
+			} while (ret == -FI_EAGAIN);
+			CHECK_INT(ret, 0);
+			memset(buf, 0xaa, max); /* ours again at once */
+		}
+		st_barrier(); /* the receiver posts now */
+		for (size_t i = 0; i < n; i++) {
+			struct fi_cq_tagged_entry c;
+			size_t k;
+
+			if (st_read(E.txcq, &c, NULL, NULL, NULL, TMO) != 1) {
+				fprintf(stderr,
+				        "inject default: %zu of %zu sends completed\n", i,
+				        n);
+				CHECK(0);
+				break;
+			}
+			k = (size_t)((int *)c.op_context - ctx);
+			CHECK(k < n && !seen[k]);
+			if (k < n)
+				seen[k] = 1;
+		}
+	} else {
+		st_barrier();
+		st_barrier();
+		for (size_t i = 0; i < n; i++)
+			CHECK_INT(i & 1 ? fi_trecv(E.ep, buf + i * max, max, NULL,
+			                           FI_ADDR_UNSPEC, 0x77, 0, &ctx[i])
+			                : fi_recv(E.ep, buf + i * max, max, NULL,
+			                          FI_ADDR_UNSPEC, &ctx[i]),
+			          0);
+		for (size_t i = 0; i < n; i++) {
+			struct fi_cq_tagged_entry c;
+			size_t k;
+
+			if (st_read(E.rxcq, &c, NULL, NULL, NULL, TMO) != 1) {
+				fprintf(stderr, "inject default: %zu of %zu received\n",
+				        i, n);
+				CHECK(0);
+				break;
+			}
+			k = (size_t)((int *)c.op_context - ctx);
+			CHECK(k < n && !seen[k]);
+			if (k >= n)
+				continue;
+			seen[k] = 1;
+			CHECK_INT(c.len, max);
+			if (st_verify(buf + k * max, max, 700 + k) != (size_t)-1) {
+				fprintf(stderr, "inject default: message %zu differs\n",
+				        k);
+				CHECK(0);
+			}
+		}
+	}
+out:
+	free(ctx);
+	free(seen);
+}
+
 static int proc(int rank, int nprocs, void *arg)
 {
 	struct st_opts sel = {.selective = true, .split_cq = true, .cntrs = true};
+	struct st_opts inj = {.tx_op_flags = FI_INJECT};
 	char *buf = malloc(MAX_SIZE + (1 << 20));
 
 	(void)rank, (void)nprocs, (void)arg;
@@ -431,6 +525,11 @@ static int proc(int rank, int nprocs, void *arg)
 	if (st_open(&E, &sel))
 		return 2;
 	selective(buf);
+	CHECK_INT(st_close(&E), 0);
+
+	if (st_open(&E, &inj))
+		return 2;
+	inject_default(buf);
 	CHECK_INT(st_close(&E), 0);
 	free(buf);
 	return check_done();

@@ -503,6 +503,12 @@ static int server(void)
 	check_cm_event(r, event, &ev, FI_SHUTDOWN, &ep->fid, NULL);
 	fprintf(stderr, "server: FI_SHUTDOWN after %llu us\n",
 	        (unsigned long long)(st_now_us() - t0));
+	/* Our fi_shutdown of what the peer ended succeeds (as the
+	 * reference's does) and reports nothing more: one FI_SHUTDOWN a
+	 * connection, whichever side ends it first. */
+	CHECK_INT(fi_shutdown(ep, 0), 0);
+	r = next_event(s.eq, false, 100, &event, &ev, NULL, NULL, 0);
+	CHECK_INT(r, -FI_EAGAIN);
 	CHECK_INT(st_barrier(), 0);
 
 	CHECK_INT(fi_close(&ep->fid), 0);
@@ -695,6 +701,14 @@ static int client(void)
 		CHECK_INT(cerr.err, FI_ECANCELED);
 		CHECK(cerr.op_context == &j1 || cerr.op_context == &j2);
 	}
+	/* Our own fi_shutdown is an FI_SHUTDOWN on our EQ as well (the
+	 * reference's is; fabtests' cm_data waits for it), and only one: a
+	 * second fi_shutdown succeeds without another. */
+	r = next_event(s.eq, true, EV_MS, &event, &ev, NULL, NULL, 0);
+	check_cm_event(r, event, &ev, FI_SHUTDOWN, &ep->fid, NULL);
+	CHECK_INT(fi_shutdown(ep, 0), 0);
+	r = next_event(s.eq, false, 100, &event, &ev, NULL, NULL, 0);
+	CHECK_INT(r, -FI_EAGAIN);
 	CHECK_INT(st_barrier(), 0); /* the server has its FI_SHUTDOWN */
 	CHECK_INT(fi_cq_read(s.cq, c, 1), -FI_EAGAIN);
 	/* A send now fails, at once or as an error completion; it does not

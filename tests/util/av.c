@@ -2,8 +2,9 @@
  * domain, with a 16-byte test address format: insert (binary and
  * FI_ADDR_STR), insertsvc, insertsym, remove, lookup, straddr, the
  * data-path lookups, 100,000 entries, asynchronous inserts reported on an
- * EQ, and bad input. */
+ * EQ, and bad input; then the tcp provider's idea of a bad address. */
 #include <arpa/inet.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -123,10 +124,21 @@ static void t_on_remove(struct lm_av *av, fi_addr_t fi_addr, void *peer)
 	free(p);
 }
 
+/* Not of the format at all (no magic, padding set): refused before the
+ * provider is asked for a peer, as tcp refuses what is no sockaddr_in. */
+static int t_check(const void *addr)
+{
+	struct taddr a;
+
+	memcpy(&a, addr, sizeof(a));
+	return a.magic == TMAGIC && !a.zero ? 0 : -FI_EADDRNOTAVAIL;
+}
+
 static const struct lm_av_addr_ops test_ops = {
     .addrlen = sizeof(struct taddr),
     .from_str = t_from_str,
     .to_str = t_to_str,
+    .check = t_check,
     .on_insert = t_on_insert,
     .on_remove = t_on_remove,
 };
@@ -568,6 +580,228 @@ static void test_async(void)
 	CHECK_INT(fi_close(&eq->fid), 0);
 }
 
+/* The provider's check refuses an address per entry, the same in every
+ * way an insert reports (fabtests' av_bad_sync, av_goodbad_vector_sync,
+ * _sync_err and _async), before it takes an index or a peer. */
+static void test_check(void)
+{
+	struct fi_eq_attr eattr = {.wait_obj = FI_WAIT_UNSPEC};
+	struct fid_av *av = open_av(FI_AV_TABLE, 0, 0, false);
+	struct taddr in[2] = {ta(1, 1), {0}}, junk = ta(2, 2), good = ta(3, 3);
+	struct fi_eq_err_entry err;
+	struct fi_eq_entry e;
+	struct fid_eq *eq;
+	fi_addr_t fa[2];
+	uint32_t ev;
+	int se[2] = {-1, 0};
+
+	inserts = 0;
+	fa[0] = 0x5;
+	CHECK_INT(fi_av_insert(av, &in[1], 1, fa, 0, NULL), 0);
+	CHECK_HEX(fa[0], FI_ADDR_NOTAVAIL);
+	junk.zero = 1;
+	CHECK_INT(fi_av_insert(av, &junk, 1, fa, 0, NULL), 0);
+	CHECK_HEX(fa[0], FI_ADDR_NOTAVAIL);
+	fa[1] = 0x5;
+	CHECK_INT(fi_av_insert(av, in, 2, fa, 0, NULL), 1);
+	CHECK_HEX(fa[0], 0);
+	CHECK_HEX(fa[1], FI_ADDR_NOTAVAIL);
+	CHECK_INT(fi_av_insert(av, in, 2, NULL, FI_SYNC_ERR, se), 1);
+	CHECK_INT(se[0], 0);
+	CHECK_INT(se[1], FI_EADDRNOTAVAIL);
+	CHECK_INT(inserts, 1);
+	CHECK_INT(fi_av_insert(av, &good, 1, fa, 0, NULL), 1);
+	CHECK_HEX(fa[0], 1);
+	CHECK_INT(fi_close(&av->fid), 0);
+
+	av = open_av(FI_AV_TABLE, FI_EVENT, 0, false);
+	CHECK_INT(fi_eq_open(t.fabric, &eattr, &eq, NULL), 0);
+	CHECK_INT(fi_av_bind(av, &eq->fid, 0), 0);
+	fa[1] = 0x5;
+	CHECK_INT(fi_av_insert(av, in, 2, fa, 0, (void *)0x77), 0);
+	CHECK_INT(fi_eq_sread(eq, &ev, &e, sizeof(e), 1000, 0), -FI_EAVAIL);
+	memset(&err, 0, sizeof(err));
+	CHECK_INT(fi_eq_readerr(eq, &err, 0), sizeof(err));
+	CHECK(err.fid == &av->fid);
+	CHECK(err.context == (void *)0x77);
+	CHECK_INT(err.data, 1);
+	CHECK_INT(err.err, FI_EADDRNOTAVAIL);
+	CHECK_INT(fi_eq_sread(eq, &ev, &e, sizeof(e), 1000, 0), sizeof(e));
+	CHECK_INT(ev, FI_AV_COMPLETE);
+	CHECK_INT(e.data, 1);
+	CHECK_HEX(fa[0], 0);
+	CHECK_HEX(fa[1], FI_ADDR_NOTAVAIL);
+	CHECK_INT(fi_close(&av->fid), 0);
+	CHECK_INT(fi_close(&eq->fid), 0);
+}
+
+/* ---- the tcp provider's addresses ------------------------------------------ */
+
+static struct fid_av *tcp_av(struct fid_domain *d, uint64_t flags)
+{
+	struct fi_av_attr attr = {.type = FI_AV_TABLE, .count = 32, .flags = flags};
+	struct fid_av *av = NULL;
+
+	CHECK_INT(fi_av_open(d, &attr, &av, NULL), 0);
+	return av;
+}
+
+static struct sockaddr_in sin_of(const char *ip, uint16_t port)
+{
+	struct sockaddr_in a;
+
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_port = htons(port);
+	inet_pton(AF_INET, ip, &a.sin_addr);
+	return a;
+}
+
+/* What no connect can reach fails its own insertion with
+ * FI_EADDRNOTAVAIL (as in the reference): the all-zero sockaddr fabtests'
+ * av_test uses as its invalid address, another family, port 0, and bytes
+ * set where the family has none (peers are matched on normalized bytes).
+ * The wildcard address with a port is taken: it is the name of a link
+ * bound without a source address. */
+static void tcp_bad_addresses(struct fid_fabric *fab, struct fid_domain *d)
+{
+	struct fi_eq_attr eattr = {.wait_obj = FI_WAIT_UNSPEC};
+	struct sockaddr_in bad[5], v[2];
+	struct fi_eq_err_entry err;
+	struct fi_eq_entry e;
+	struct fid_eq *eq;
+	struct fid_av *av;
+	fi_addr_t fa[2];
+	uint32_t ev;
+	int se[2];
+
+	memset(&bad[0], 0, sizeof(bad[0]));
+	bad[1] = sin_of("127.0.0.1", 0);
+	bad[2] = sin_of("127.0.0.1", 9);
+	bad[2].sin_family = AF_UNIX;
+	bad[3] = sin_of("127.0.0.1", 9);
+	bad[3].sin_family = AF_INET6;
+	bad[4] = sin_of("127.0.0.1", 9);
+	memset(bad[4].sin_zero, 0xff, sizeof(bad[4].sin_zero));
+	av = tcp_av(d, 0);
+	if (!av)
+		return;
+	for (size_t i = 0; i < 5; i++) {
+		fa[0] = 0x5;
+		se[0] = -1;
+		CHECK_INT(fi_av_insert(av, &bad[i], 1, fa, 0, NULL), 0);
+		CHECK_HEX(fa[0], FI_ADDR_NOTAVAIL);
+		CHECK_INT(fi_av_insert(av, &bad[i], 1, NULL, FI_SYNC_ERR, se), 0);
+		CHECK_INT(se[0], FI_EADDRNOTAVAIL);
+	}
+	CHECK_INT(fi_av_insertsvc(av, "127.0.0.1", "0", fa, 0, NULL), 0);
+	CHECK_HEX(fa[0], FI_ADDR_NOTAVAIL);
+
+	/* One good, one bad: the good one alone goes in, at index 0. */
+	v[0] = sin_of("127.0.0.1", 9);
+	memset(&v[1], 0, sizeof(v[1]));
+	fa[1] = 0x5;
+	CHECK_INT(fi_av_insert(av, v, 2, fa, 0, NULL), 1);
+	CHECK_HEX(fa[0], 0);
+	CHECK_HEX(fa[1], FI_ADDR_NOTAVAIL);
+	se[0] = -1;
+	se[1] = 0;
+	CHECK_INT(fi_av_insert(av, v, 2, NULL, FI_SYNC_ERR, se), 1);
+	CHECK_INT(se[0], 0);
+	CHECK_INT(se[1], FI_EADDRNOTAVAIL);
+	v[1] = sin_of("0.0.0.0", 9);
+	CHECK_INT(fi_av_insert(av, &v[1], 1, fa, 0, NULL), 1);
+	CHECK_HEX(fa[0], 1);
+	CHECK_INT(fi_close(&av->fid), 0);
+
+	/* Asynchronous: the error event (with the index), then the count. */
+	CHECK_INT(fi_eq_open(fab, &eattr, &eq, NULL), 0);
+	av = tcp_av(d, FI_EVENT);
+	if (!av || !eq)
+		return;
+	CHECK_INT(fi_av_bind(av, &eq->fid, 0), 0);
+	memset(&v[1], 0, sizeof(v[1]));
+	CHECK_INT(fi_av_insert(av, v, 2, fa, 0, (void *)0x77), 0);
+	CHECK_INT(fi_eq_sread(eq, &ev, &e, sizeof(e), 1000, 0), -FI_EAVAIL);
+	memset(&err, 0, sizeof(err));
+	CHECK_INT(fi_eq_readerr(eq, &err, 0), sizeof(err));
+	CHECK(err.fid == &av->fid);
+	CHECK(err.context == (void *)0x77);
+	CHECK_INT(err.data, 1);
+	CHECK_INT(err.err, FI_EADDRNOTAVAIL);
+	CHECK_INT(fi_eq_sread(eq, &ev, &e, sizeof(e), 1000, 0), sizeof(e));
+	CHECK_INT(ev, FI_AV_COMPLETE);
+	CHECK_INT(e.data, 1);
+	CHECK_HEX(fa[1], FI_ADDR_NOTAVAIL);
+	CHECK_INT(fi_close(&av->fid), 0);
+	CHECK_INT(fi_close(&eq->fid), 0);
+}
+
+/* The same on an IPv6 domain: a sockaddr_in6 with port 0, or an IPv4
+ * address, is refused; ::1 with a port goes in. */
+static void tcp6_bad_addresses(struct fid_domain *d)
+{
+	struct sockaddr_in6 a[3];
+	struct fid_av *av = tcp_av(d, 0);
+	fi_addr_t fa[3];
+
+	if (!av)
+		return;
+	memset(a, 0, sizeof(a));
+	for (int i = 0; i < 3; i++) {
+		a[i].sin6_family = AF_INET6;
+		a[i].sin6_port = htons(9);
+		a[i].sin6_addr = in6addr_loopback;
+	}
+	a[1].sin6_port = 0;
+	a[2].sin6_family = AF_INET;
+	CHECK_INT(fi_av_insert(av, a, 3, fa, 0, NULL), 1);
+	CHECK_HEX(fa[0], 0);
+	CHECK_HEX(fa[1], FI_ADDR_NOTAVAIL);
+	CHECK_HEX(fa[2], FI_ADDR_NOTAVAIL);
+	CHECK_INT(fi_close(&av->fid), 0);
+}
+
+/* fi_getinfo for a tcp RDM domain of the address format, on node. */
+static void on_tcp(uint32_t format, const char *node,
+                   void (*fn)(struct fid_fabric *fab, struct fid_domain *d))
+{
+	struct fi_info *hints = fi_allocinfo(), *info = NULL;
+	struct fid_fabric *fab;
+	struct fid_domain *d;
+
+	if (!hints)
+		return;
+	hints->fabric_attr->prov_name = strdup("tcp");
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->addr_format = format;
+	if (fi_getinfo(FI_VERSION(1, 17), node, "0", FI_SOURCE, hints, &info)) {
+		/* No IPv6 loopback here: only the IPv4 run is required. */
+		CHECK(format == FI_SOCKADDR_IN6);
+		fi_freeinfo(hints);
+		return;
+	}
+	CHECK_INT(fi_fabric(info->fabric_attr, &fab, NULL), 0);
+	CHECK_INT(fi_domain(fab, info, &d, NULL), 0);
+	fn(fab, d);
+	CHECK_INT(fi_close(&d->fid), 0);
+	CHECK_INT(fi_close(&fab->fid), 0);
+	fi_freeinfo(info);
+	fi_freeinfo(hints);
+}
+
+static void tcp6_run(struct fid_fabric *fab, struct fid_domain *d)
+{
+	(void)fab;
+	tcp6_bad_addresses(d);
+}
+
+static void test_tcp(void)
+{
+	on_tcp(FI_SOCKADDR_IN, "127.0.0.1", tcp_bad_addresses);
+	on_tcp(FI_SOCKADDR_IN6, "::1", tcp6_run);
+}
+
 static void test_rx_bits(void)
 {
 	struct fi_av_attr attr = {.type = FI_AV_TABLE, .rx_ctx_bits = 4};
@@ -618,8 +852,10 @@ int main(void)
 	test_str_format();
 	test_100k();
 	test_async();
+	test_check();
 	test_rx_bits();
 	test_threading();
 	testdom_close(&t);
+	test_tcp();
 	return check_done();
 }

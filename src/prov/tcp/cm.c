@@ -137,6 +137,28 @@ struct tcp_pep {
 	struct lm_lock lock;
 };
 
+/* A listening socket's beginnings: bound to a, not listening yet. */
+static int pep_socket(const union tcp_addr *a, int *out)
+{
+	int one = 1;
+	int fd = socket(a->sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -FI_EMFILE;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (a->sa.sa_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, &a->sa, tcp_addr_len(a->sa.sa_family))) {
+		int ret = errno == EADDRINUSE ? -FI_EADDRINUSE : -FI_EADDRNOTAVAIL;
+
+		LM_DEBUG(tcp_log_prov, FI_LOG_EP_CTRL, "bind: %s\n", strerror(errno));
+		close(fd);
+		return ret;
+	}
+	*out = fd;
+	return 0;
+}
+
 static int connreq_close(struct fid *fid)
 {
 	struct tcp_connreq *r = lm_container_of(fid, struct tcp_connreq, fid);
@@ -268,7 +290,8 @@ static int pep_close(struct fid *fid)
 		lm_list_init(it);
 		connreq_drop(p, lm_container_of(it, struct tcp_connreq, node));
 	}
-	close(p->lfd);
+	if (p->lfd >= 0)
+		close(p->lfd);
 	close(p->epfd);
 	fi_freeinfo(p->info);
 	lm_lock_fini(&p->lock);
@@ -312,18 +335,25 @@ static int pep_getname(fid_t fid, void *addr, size_t *addrlen)
 	return addr_out(p->info->addr_format, &p->addr, addr, addrlen);
 }
 
+/* The socket was bound when the endpoint was made (so fi_getname has an
+ * address to give); a new name is a new socket, the old one kept until
+ * the new bind worked. */
 static int pep_setname(fid_t fid, void *addr, size_t addrlen)
 {
 	struct tcp_pep *p = lm_container_of(fid, struct tcp_pep, pep_fid.fid);
 	union tcp_addr a;
+	int fd, ret;
 
-	if (p->listening)
+	if (p->listening || p->lfd < 0)
 		return -FI_EOPBADSTATE;
 	if (addr_in(p->info->addr_format, addr, addrlen, &a) ||
 	    a.sa.sa_family != p->addr.sa.sa_family)
 		return -FI_EINVAL;
-	if (bind(p->lfd, &a.sa, tcp_addr_len(a.sa.sa_family)))
-		return errno == EADDRINUSE ? -FI_EADDRINUSE : -FI_EADDRNOTAVAIL;
+	ret = pep_socket(&a, &fd);
+	if (ret)
+		return ret;
+	close(p->lfd);
+	p->lfd = fd;
 	tcp_addr_of_fd(p->lfd, false, &p->addr);
 	return 0;
 }
@@ -337,6 +367,8 @@ static int pep_listen(struct fid_pep *fid)
 		return -FI_ENOEQ;
 	if (p->listening)
 		return 0;
+	if (p->lfd < 0)
+		return -FI_EOPBADSTATE; /* an active endpoint took its socket */
 	if (listen(p->lfd, 512) || epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->lfd, &ev))
 		return -FI_EIO;
 	lm_lock_acquire(&p->lock);
@@ -358,6 +390,28 @@ static int pep_reject(struct fid_pep *fid, fid_t handle, const void *param,
 	cm_send(r->fd, TCP_CM_REJECT, param, paramlen);
 	connreq_close(&r->fid);
 	return 0;
+}
+
+/* fi_endpoint with info->handle a passive endpoint (man fi_endpoint): the
+ * active endpoint gets its bound socket, so it connects from the address
+ * fi_setname gave, and the passive endpoint keeps nothing but its name. */
+static int pep_take(fid_t handle, int family, int *fd, union tcp_addr *addr)
+{
+	struct tcp_pep *p = lm_container_of(handle, struct tcp_pep, pep_fid.fid);
+	int ret = 0;
+
+	if (handle->ops != &pep_fid_ops)
+		return -FI_EINVAL;
+	lm_lock_acquire(&p->lock);
+	if (p->listening || p->lfd < 0 || p->addr.sa.sa_family != family) {
+		ret = p->addr.sa.sa_family != family ? -FI_EINVAL : -FI_EOPBADSTATE;
+	} else {
+		*fd = p->lfd;
+		*addr = p->addr;
+		p->lfd = -1;
+	}
+	lm_lock_release(&p->lock);
+	return ret;
 }
 
 static struct fi_ops_cm pep_cm_ops = {
@@ -416,7 +470,7 @@ int tcp_passive_ep(struct fid_fabric *fabric, struct fi_info *info, struct fid_p
 	struct lm_fabric *fab = lm_container_of(fabric, struct lm_fabric, fabric_fid);
 	struct tcp_pep *p;
 	union tcp_addr a = {.sa.sa_family = AF_INET};
-	int one = 1, ret;
+	int ret;
 
 	if (!info || !out || !info->ep_attr || info->ep_attr->type != FI_EP_MSG)
 		return -FI_EINVAL;
@@ -428,20 +482,16 @@ int tcp_passive_ep(struct fid_fabric *fabric, struct fi_info *info, struct fid_p
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -FI_ENOMEM;
+	p->lfd = -1;
 	p->info = fi_dupinfo(info);
-	p->lfd = socket(a.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	p->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (!p->info || p->lfd < 0 || p->epfd < 0) {
+	if (!p->info || p->epfd < 0) {
 		ret = p->info ? -FI_EMFILE : -FI_ENOMEM;
 		goto err;
 	}
-	setsockopt(p->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (a.sa.sa_family == AF_INET6)
-		setsockopt(p->lfd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-	if (bind(p->lfd, &a.sa, tcp_addr_len(a.sa.sa_family))) {
-		ret = errno == EADDRINUSE ? -FI_EADDRINUSE : -FI_EADDRNOTAVAIL;
+	ret = pep_socket(&a, &p->lfd);
+	if (ret)
 		goto err;
-	}
 	tcp_addr_of_fd(p->lfd, false, &p->addr);
 	p->fab = fab;
 	lm_list_init(&p->pending);
@@ -479,12 +529,14 @@ struct tcp_msg {
 	struct lm_progress prog;
 	int epfd; /* the hook's fd: the connecting socket, then the link's */
 	enum msg_state state;
-	int fd; /* while connecting */
-	union tcp_addr peer;
+	int fd;     /* while connecting; before, a socket taken from a pep */
+	bool bound; /* fd is that socket, named self */
+	union tcp_addr self, peer;
 	unsigned char param[TCP_CM_DATA_MAX];
 	size_t param_len;
 	struct cm_in in;
 	uint64_t start_ms;
+	struct tcp_srx_member srx; /* a shared receive context, if bound */
 	struct lm_lock lock;
 };
 
@@ -637,9 +689,24 @@ static void msg_progress(struct lm_progress *prog)
 	lm_lock_release(&m->lock);
 }
 
+/* fi_enable, or the enabling fi_connect and fi_accept do: the engine's,
+ * then the shared receive context's hook behind the engine's. */
 static int msg_enable(struct tcp_msg *m)
 {
-	return engine_fid_ops->control(&m->ep->ctx.ep_fid.fid, FI_ENABLE, NULL);
+	int ret = engine_fid_ops->control(&m->ep->ctx.ep_fid.fid, FI_ENABLE, NULL);
+
+	if (!ret)
+		tcp_srx_enabled(&m->srx);
+	return ret;
+}
+
+static int msg_control(struct fid *fid, int command, void *arg)
+{
+	struct lm_rdm_ctx *ctx = lm_container_of(fid, struct lm_rdm_ctx, ep_fid.fid);
+
+	if (command == FI_ENABLE && !ctx->alias)
+		return msg_enable(msg_of(fid));
+	return engine_fid_ops->control(fid, command, arg);
 }
 
 static int msg_connect(struct fid_ep *fid, const void *addr, const void *param,
@@ -669,7 +736,9 @@ static int msg_connect(struct fid_ep *fid, const void *addr, const void *param,
 		lm_lock_release(&m->lock);
 		return -FI_EOPBADSTATE;
 	}
-	m->fd = socket(m->peer.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (!m->bound)
+		m->fd = socket(m->peer.sa.sa_family,
+		               SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (m->fd < 0) {
 		lm_lock_release(&m->lock);
 		return -FI_EMFILE;
@@ -683,6 +752,7 @@ static int msg_connect(struct fid_ep *fid, const void *addr, const void *param,
 	    errno != EINPROGRESS) {
 		close(m->fd);
 		m->fd = -1;
+		m->bound = false;
 		lm_lock_release(&m->lock);
 		return -FI_ECONNREFUSED;
 	}
@@ -731,6 +801,11 @@ static int msg_accept(struct fid_ep *fid, const void *param, size_t paramlen)
 	return 0;
 }
 
+/* The connection ends here: the link closed, what was posted cancelled,
+ * and FI_SHUTDOWN on our own EQ too - the reference does the same, and
+ * applications (fabtests' cm_data) wait for it after their own
+ * fi_shutdown.  One FI_SHUTDOWN per connection: a connection the peer
+ * already ended (MSG_DOWN, event posted then) is not reported again. */
 static int msg_shutdown(struct fid_ep *fid, uint64_t flags)
 {
 	struct tcp_msg *m = msg_of(&fid->fid);
@@ -738,17 +813,36 @@ static int msg_shutdown(struct fid_ep *fid, uint64_t flags)
 	(void)flags;
 	lm_lock_acquire(&m->lock);
 	if (m->state != MSG_CONNECTED) {
+		enum msg_state st = m->state;
+
 		lm_lock_release(&m->lock);
-		return -FI_EOPBADSTATE;
+		return st == MSG_DOWN ? 0 : -FI_EOPBADSTATE;
 	}
 	m->state = MSG_DOWN;
-	lm_lock_release(&m->lock);
 	lm_lock_acquire(&m->ep->lock);
 	if (m->ep->link)
 		tcp_link_shutdown(m->ep->link);
 	lm_lock_release(&m->ep->lock);
 	lm_rdm_ep_disconnected(m->ep, FI_ECANCELED);
+	msg_event(m, FI_SHUTDOWN, NULL, 0);
+	lm_lock_release(&m->lock);
 	return 0;
+}
+
+/* Until the link has the connection, a socket taken from a passive
+ * endpoint names the endpoint; the link does after. */
+static int msg_getname(fid_t fid, void *addr, size_t *addrlen)
+{
+	struct tcp_msg *m = msg_of(fid);
+	bool own;
+
+	if (!addrlen)
+		return -FI_EINVAL;
+	lm_lock_acquire(&m->lock);
+	own = m->bound && m->state < MSG_CONNECTED;
+	lm_lock_release(&m->lock);
+	return own ? addr_out(m->ep->info->addr_format, &m->self, addr, addrlen)
+	           : engine_cm_ops->getname(fid, addr, addrlen);
 }
 
 static int msg_getpeer(struct fid_ep *fid, void *addr, size_t *addrlen)
@@ -767,11 +861,16 @@ static int msg_close(struct fid *fid)
 	struct tcp_msg *m = msg_of(fid);
 	int ret;
 
+	if (lm_container_of(fid, struct lm_rdm_ctx, ep_fid.fid)->alias)
+		return engine_fid_ops->close(fid);
+	if (atomic_load(&m->ep->ref))
+		return -FI_EBUSY; /* aliases open: the engine says so too */
 	if (m->eq) {
 		lm_eq_del_progress(m->eq, &m->prog);
 		atomic_fetch_sub(&m->eq->ref, 1);
 		m->eq = NULL;
 	}
+	tcp_srx_leave(&m->srx);
 	ret = engine_fid_ops->close(fid);
 	if (ret)
 		return ret;
@@ -787,6 +886,11 @@ static int msg_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
 	struct tcp_msg *m = msg_of(fid);
 
+	if (bfid && bfid->fclass == FI_CLASS_SRX_CTX) {
+		if (lm_container_of(fid, struct lm_rdm_ctx, ep_fid.fid)->alias)
+			return -FI_EINVAL;
+		return tcp_srx_bind(&m->srx, m->ep, bfid, flags);
+	}
 	if (!bfid || bfid->fclass != FI_CLASS_EQ)
 		return engine_fid_ops->bind(fid, bfid, flags);
 	if (m->eq)
@@ -822,6 +926,7 @@ static void msg_ops_init(void)
 	msg_fid_ops = *engine_fid_ops;
 	msg_fid_ops.close = msg_close;
 	msg_fid_ops.bind = msg_bind;
+	msg_fid_ops.control = msg_control;
 	engine_ep_ops = msg_ops_from->ops;
 	msg_ep_ops = *engine_ep_ops;
 	msg_ep_ops.getopt = msg_getopt;
@@ -831,6 +936,7 @@ static void msg_ops_init(void)
 	msg_cm_ops.accept = msg_accept;
 	msg_cm_ops.shutdown = msg_shutdown;
 	msg_cm_ops.getpeer = msg_getpeer;
+	msg_cm_ops.getname = msg_getname;
 }
 
 int tcp_msg_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_ep **out,
@@ -841,7 +947,8 @@ int tcp_msg_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid
 	struct lm_rdm_ep *ep;
 	int ret;
 
-	if (info && info->handle && info->handle->fclass != FI_CLASS_CONNREQ)
+	if (info && info->handle && info->handle->fclass != FI_CLASS_CONNREQ &&
+	    info->handle->fclass != FI_CLASS_PEP)
 		return -FI_EINVAL;
 	m = calloc(1, sizeof(*m));
 	if (!m)
@@ -859,6 +966,18 @@ int tcp_msg_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid
 		return ret;
 	}
 	ep = lm_rdm_ep_of(fid);
+	if (info && info->handle && info->handle->fclass == FI_CLASS_PEP) {
+		int family = ep->dom->link_ops == &tcp6_link_ops ? AF_INET6 : AF_INET;
+
+		ret = pep_take(info->handle, family, &m->fd, &m->self);
+		if (ret) {
+			fid->fid.ops->close(&fid->fid);
+			close(m->epfd);
+			free(m);
+			return ret;
+		}
+		m->bound = true;
+	}
 	ep->prov = m;
 	m->ep = ep;
 	lm_lock_init(&m->lock, true);

@@ -1254,6 +1254,7 @@ const struct lm_link_ops tcp_link_ops = {
     TCP_LINK_OPS,
     .addrlen = sizeof(struct sockaddr_in),
     .addr_from_str = tcp_addr_from_str,
+    .addr_check = tcp_addr_check,
     .addr_prefix = "fi_sockaddr_in://",
     .open = tcp4_link_open,
 };
@@ -1262,6 +1263,7 @@ const struct lm_link_ops tcp6_link_ops = {
     TCP_LINK_OPS,
     .addrlen = sizeof(struct sockaddr_in6),
     .addr_from_str = tcp6_addr_from_str,
+    .addr_check = tcp6_addr_check,
     .addr_prefix = "fi_sockaddr_in6://",
     .open = tcp6_link_open,
 };

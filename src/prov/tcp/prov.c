@@ -16,10 +16,10 @@
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV | FI_READ |         \
 	 FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_SOURCE | FI_DIRECTED_RECV |    \
 	 FI_MULTI_RECV | FI_LOCAL_COMM | FI_REMOTE_COMM | FI_RMA_EVENT | FI_FENCE)
-#define TCP_TX_CAPS                                                                      \
-	(TCP_CAPS & ~(FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_MULTI_RECV |       \
-	              FI_DIRECTED_RECV | FI_SOURCE | FI_RMA_EVENT))
-#define TCP_RX_CAPS    (TCP_CAPS & ~(FI_SEND | FI_READ | FI_WRITE | FI_FENCE))
+/* A context holds only the caps of its direction; FI_LOCAL_COMM and
+ * FI_REMOTE_COMM are the endpoint's and the domain's (man fi_endpoint). */
+#define TCP_TX_CAPS    (TCP_CAPS & LM_TX_CAPS)
+#define TCP_RX_CAPS    (TCP_CAPS & LM_RX_CAPS)
 #define TCP_MAX_IFACES 16
 
 static struct tcp_params params = {
@@ -211,6 +211,34 @@ int tcp6_addr_from_str(const char *node, const char *service, void *addr)
 	return addr_from_str(node, service, AF_INET6, addr);
 }
 
+/* What fi_av_insert may take.  An address no connect can reach (another
+ * family, as the all-zero sockaddr of fabtests' av_test; port 0) fails with
+ * FI_EADDRNOTAVAIL, as the reference's does.  So does one with bytes set that
+ * the family does not use (sin_zero, the flow label): peers are matched on
+ * the normalized bytes (tcp_addr_load), which such an entry would never
+ * equal.  The wildcard address is kept, unlike the reference: it reaches this
+ * host, and it is the name of a link bound without a source address. */
+static int addr_check(const void *addr, int family)
+{
+	socklen_t len = tcp_addr_len(family);
+	union tcp_addr a;
+
+	if (tcp_addr_load(&a, addr, len, family) || memcmp(&a, addr, len) ||
+	    !a.in.sin_port)
+		return -FI_EADDRNOTAVAIL;
+	return 0;
+}
+
+int tcp_addr_check(const void *addr)
+{
+	return addr_check(addr, AF_INET);
+}
+
+int tcp6_addr_check(const void *addr)
+{
+	return addr_check(addr, AF_INET6);
+}
+
 int tcp_addr_to_str(const void *addr, char *buf, size_t *len)
 {
 	union tcp_addr a;
@@ -383,6 +411,12 @@ static int tcp_getinfo(uint32_t version, const char *node, const char *service,
 	struct fi_info *list = NULL, **tail = &list;
 	uint32_t fmt = hints ? hints->addr_format : FI_FORMAT_UNSPEC;
 	bool str = fmt == FI_ADDR_STR;
+	const struct fi_ep_attr *hep = hints ? hints->ep_attr : NULL;
+	/* A shared receive context serves FI_EP_MSG endpoints (srx.c); there
+	 * is no shared transmit context, so asking for one as well gets
+	 * nothing. */
+	bool srx = hep && hep->rx_ctx_cnt == FI_SHARED_CONTEXT &&
+	           hep->tx_ctx_cnt != FI_SHARED_CONTEXT;
 	int family = AF_UNSPEC, n, ret = 0;
 
 	if (fmt == FI_SOCKADDR_IN)
@@ -422,7 +456,7 @@ static int tcp_getinfo(uint32_t version, const char *node, const char *service,
 		struct fi_tx_attr tx = tcp_tx;
 		struct fi_rx_attr rx = tcp_rx, mrx = tcp_rx;
 		struct fi_ep_attr ep = tcp_ep, mep = tcp_msg_ep;
-		struct fi_domain_attr dom = tcp_dom;
+		struct fi_domain_attr dom = tcp_dom, mdom;
 		struct fi_fabric_attr fab = {.name = ifs[i].fabric,
 		                             .prov_version = FI_VERSION(1, 0)};
 		struct fi_info tmpl = {.caps = TCP_CAPS,
@@ -442,10 +476,15 @@ static int tcp_getinfo(uint32_t version, const char *node, const char *service,
 		if (have_src)
 			mine.in.sin_port = src.in.sin_port; /* same place in both */
 		dom.name = ifs[i].name;
+		mdom = dom;
+		mdom.max_ep_srx_ctx = mdom.ep_cnt; /* any of its endpoints */
+		if (srx)
+			mep.rx_ctx_cnt = FI_SHARED_CONTEXT;
 		mrx.caps &= TCP_MSG_CAPS;
 		msg.caps = TCP_MSG_CAPS;
 		msg.rx_attr = &mrx;
 		msg.ep_attr = &mep;
+		msg.domain_attr = &mdom;
 		if (lm_info_match_list(version, tmpls, hints, &got))
 			continue;
 		for (cur = got; cur; cur = cur->next) {
@@ -549,6 +588,7 @@ struct fi_provider *tcp_prov_init(void)
 	tcp_log_prov = &tcp_prov;
 	tcp_domain_ops = lm_rdm_domain_ops;
 	tcp_domain_ops.endpoint = tcp_endpoint;
+	tcp_domain_ops.srx_ctx = tcp_srx_context;
 	tcp_fabric_ops = lm_fabric_ops;
 	tcp_fabric_ops.domain = tcp_domain_open;
 	tcp_fabric_ops.passive_ep = tcp_passive_ep;

@@ -57,6 +57,10 @@ int tcp_addr_parse(const char *node, const char *service, int family,
 int tcp_addr_from_str(const char *node, const char *service, void *addr);
 int tcp6_addr_from_str(const char *node, const char *service, void *addr);
 int tcp_addr_to_str(const void *addr, char *buf, size_t *len);
+/* The links' AV check: -FI_EADDRNOTAVAIL unless addr is a sockaddr_in /
+ * sockaddr_in6 of the link's family, with a port, and in normal form. */
+int tcp_addr_check(const void *addr);
+int tcp6_addr_check(const void *addr);
 
 /* Frame and handshake checks (link.c), apart so the fuzz target can call
  * them: 0 when the bytes are an acceptable frame header / hello for a link
@@ -80,5 +84,33 @@ int tcp_passive_ep(struct fid_fabric *fabric, struct fi_info *info, struct fid_p
                    void *context);
 int tcp_msg_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep,
                      void *context);
+
+/* Shared receive contexts (srx.c): fi_srx_context, for FI_EP_MSG
+ * endpoints.  A connected endpoint's membership of one: */
+struct tcp_srx;
+struct tcp_srx_member {
+	struct tcp_srx *srx; /* NULL: the endpoint has its own receives only */
+	struct lm_rdm_ep *ep;
+	struct lm_list node;     /* the context's members */
+	struct lm_progress hook; /* on the endpoint's receive CQ (or counter) */
+	struct lm_cq *cq;
+	struct lm_cntr *cntr;
+};
+
+int tcp_srx_context(struct fid_domain *domain, struct fi_rx_attr *attr,
+                    struct fid_ep **rx_ep, void *context);
+/* fi_ep_bind of an srx to the endpoint ep (before fi_enable); then, once
+ * the engine enabled ep, tcp_srx_enabled; tcp_srx_leave before ep closes.
+ * A zeroed member with no srx makes the last two no-ops. */
+int tcp_srx_bind(struct tcp_srx_member *mb, struct lm_rdm_ep *ep, struct fid *srx,
+                 uint64_t flags);
+void tcp_srx_enabled(struct tcp_srx_member *mb);
+void tcp_srx_leave(struct tcp_srx_member *mb);
+
+/* Tables whose every call is -FI_ENOSYS (nosys.c), for an fid_ep that
+ * does none of these (a shared receive context). */
+extern const struct fi_ops_cm tcp_nosys_cm_ops;
+extern const struct fi_ops_rma tcp_nosys_rma_ops;
+extern const struct fi_ops_atomic tcp_nosys_atomic_ops;
 
 #endif

@@ -1,0 +1,280 @@
+/* nosys.c - ops tables whose every call answers -FI_ENOSYS, for tcp
+ * objects that are a struct fid_ep but neither connect nor do RMA or
+ * atomics (a shared receive context): the headers' inline calls jump
+ * through these slots without a NULL check. */
+#include "tcp.h"
+
+static int no_setname(fid_t fid, void *addr, size_t addrlen)
+{
+	(void)fid, (void)addr, (void)addrlen;
+	return -FI_ENOSYS;
+}
+
+static int no_getname(fid_t fid, void *addr, size_t *addrlen)
+{
+	(void)fid, (void)addr, (void)addrlen;
+	return -FI_ENOSYS;
+}
+
+static int no_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen)
+{
+	(void)ep, (void)addr, (void)addrlen;
+	return -FI_ENOSYS;
+}
+
+static int no_connect(struct fid_ep *ep, const void *addr, const void *param,
+                      size_t paramlen)
+{
+	(void)ep, (void)addr, (void)param, (void)paramlen;
+	return -FI_ENOSYS;
+}
+
+static int no_listen(struct fid_pep *pep)
+{
+	(void)pep;
+	return -FI_ENOSYS;
+}
+
+static int no_accept(struct fid_ep *ep, const void *param, size_t paramlen)
+{
+	(void)ep, (void)param, (void)paramlen;
+	return -FI_ENOSYS;
+}
+
+static int no_reject(struct fid_pep *pep, fid_t handle, const void *param,
+                     size_t paramlen)
+{
+	(void)pep, (void)handle, (void)param, (void)paramlen;
+	return -FI_ENOSYS;
+}
+
+static int no_shutdown(struct fid_ep *ep, uint64_t flags)
+{
+	(void)ep, (void)flags;
+	return -FI_ENOSYS;
+}
+
+static int no_join(struct fid_ep *ep, const void *addr, uint64_t flags,
+                   struct fid_mc **mc, void *context)
+{
+	(void)ep, (void)addr, (void)flags, (void)mc, (void)context;
+	return -FI_ENOSYS;
+}
+
+const struct fi_ops_cm tcp_nosys_cm_ops = {
+    .size = sizeof(struct fi_ops_cm),
+    .setname = no_setname,
+    .getname = no_getname,
+    .getpeer = no_getpeer,
+    .connect = no_connect,
+    .listen = no_listen,
+    .accept = no_accept,
+    .reject = no_reject,
+    .shutdown = no_shutdown,
+    .join = no_join,
+};
+
+static ssize_t no_read(struct fid_ep *ep, void *buf, size_t len, void *desc,
+                       fi_addr_t src_addr, uint64_t addr, uint64_t key, void *context)
+{
+	(void)ep, (void)buf, (void)len, (void)desc, (void)src_addr, (void)addr, (void)key,
+	    (void)context;
+	return -FI_ENOSYS;
+}
+
+static ssize_t no_readv(struct fid_ep *ep, const struct iovec *iov, void **desc,
+                        size_t count, fi_addr_t src_addr, uint64_t addr, uint64_t key,
+                        void *context)
+{
+	(void)ep, (void)iov, (void)desc, (void)count, (void)src_addr, (void)addr,
+	    (void)key, (void)context;
+	return -FI_ENOSYS;
+}
+
+static ssize_t no_rma_msg(struct fid_ep *ep, const struct fi_msg_rma *msg, uint64_t flags)
+{
+	(void)ep, (void)msg, (void)flags;
+	return -FI_ENOSYS;
+}
+
+static ssize_t no_write(struct fid_ep *ep, const void *buf, size_t len, void *desc,
+                        fi_addr_t dest_addr, uint64_t addr, uint64_t key, void *context)
+{
+	(void)ep, (void)buf, (void)len, (void)desc, (void)dest_addr, (void)addr,
+	    (void)key, (void)context;
+	return -FI_ENOSYS;
+}
+
+static ssize_t no_writev(struct fid_ep *ep, const struct iovec *iov, void **desc,
+                         size_t count, fi_addr_t dest_addr, uint64_t addr, uint64_t key,
+                         void *context)
+{
+	(void)ep, (void)iov, (void)desc, (void)count, (void)dest_addr, (void)addr,
+	    (void)key, (void)context;
+	return -FI_ENOSYS;
+}
+
+static ssize_t no_rma_inject(struct fid_ep *ep, const void *buf, size_t len,
+                             fi_addr_t dest_addr, uint64_t addr, uint64_t key)
+{
+	(void)ep, (void)buf, (void)len, (void)dest_addr, (void)addr, (void)key;
+	return -FI_ENOSYS;
+}
+
+static ssize_t no_writedata(struct fid_ep *ep, const void *buf, size_t len, void *desc,
+                            uint64_t data, fi_addr_t dest_addr, uint64_t addr,
+                            uint64_t key, void *context)
+{
+	(void)ep, (void)buf, (void)len, (void)desc, (void)data, (void)dest_addr,
+	    (void)addr, (void)key, (void)context;
+	return -FI_ENOSYS;
+}
+
+static ssize_t no_injectdata(struct fid_ep *ep, const void *buf, size_t len,
+                             uint64_t data, fi_addr_t dest_addr, uint64_t addr,
+                             uint64_t key)
+{
+	(void)ep, (void)buf, (void)len, (void)data, (void)dest_addr, (void)addr,
+	    (void)key;
+	return -FI_ENOSYS;
+}
+
+const struct fi_ops_rma tcp_nosys_rma_ops = {
+    .size = sizeof(struct fi_ops_rma),
+    .read = no_read,
+    .readv = no_readv,
+    .readmsg = no_rma_msg,
+    .write = no_write,
+    .writev = no_writev,
+    .writemsg = no_rma_msg,
+    .inject = no_rma_inject,
+    .writedata = no_writedata,
+    .injectdata = no_injectdata,
+};
+
+static ssize_t no_atomic(struct fid_ep *ep, const void *buf, size_t count, void *desc,
+                         fi_addr_t dest_addr, uint64_t addr, uint64_t key,
+                         enum fi_datatype datatype, enum fi_op op, void *context)
+{
+	(void)ep, (void)buf, (void)count, (void)desc, (void)dest_addr, (void)addr,
+	    (void)key, (void)datatype, (void)op, (void)context;
+	return -FI_ENOSYS;
+}
+
+static ssize_t no_atomicv(struct fid_ep *ep, const struct fi_ioc *iov, void **desc,
+                          size_t count, fi_addr_t dest_addr, uint64_t addr, uint64_t key,
+                          enum fi_datatype datatype, enum fi_op op, void *context)
+{
+	(void)ep, (void)iov, (void)desc, (void)count, (void)dest_addr, (void)addr,
+	    (void)key, (void)datatype, (void)op, (void)context;
+	return -FI_ENOSYS;
+}
+
+static ssize_t no_atomicmsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
+                            uint64_t flags)
+{
+	(void)ep, (void)msg, (void)flags;
+	return -FI_ENOSYS;
+}
+
+static ssize_t no_atomic_inject(struct fid_ep *ep, const void *buf, size_t count,
+                                fi_addr_t dest_addr, uint64_t addr, uint64_t key,
+                                enum fi_datatype datatype, enum fi_op op)
+{
+	(void)ep, (void)buf, (void)count, (void)dest_addr, (void)addr, (void)key,
+	    (void)datatype, (void)op;
+	return -FI_ENOSYS;
+}
+
+static ssize_t no_fetch(struct fid_ep *ep, const void *buf, size_t count, void *desc,
+                        void *result, void *result_desc, fi_addr_t dest_addr,
+                        uint64_t addr, uint64_t key, enum fi_datatype datatype,
+                        enum fi_op op, void *context)
+{
+	(void)ep, (void)buf, (void)count, (void)desc, (void)result, (void)result_desc,
+	    (void)dest_addr, (void)addr, (void)key, (void)datatype, (void)op,
+	    (void)context;
+	return -FI_ENOSYS;
+}
+
+static ssize_t no_fetchv(struct fid_ep *ep, const struct fi_ioc *iov, void **desc,
+                         size_t count, struct fi_ioc *resultv, void **result_desc,
+                         size_t result_count, fi_addr_t dest_addr, uint64_t addr,
+                         uint64_t key, enum fi_datatype datatype, enum fi_op op,
+                         void *context)
+{
+	(void)ep, (void)iov, (void)desc, (void)count, (void)resultv, (void)result_desc,
+	    (void)result_count, (void)dest_addr, (void)addr, (void)key, (void)datatype,
+	    (void)op, (void)context;
+	return -FI_ENOSYS;
+}
+
+static ssize_t no_fetchmsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
+                           struct fi_ioc *resultv, void **result_desc,
+                           size_t result_count, uint64_t flags)
+{
+	(void)ep, (void)msg, (void)resultv, (void)result_desc, (void)result_count,
+	    (void)flags;
+	return -FI_ENOSYS;
+}
+
+static ssize_t no_compare(struct fid_ep *ep, const void *buf, size_t count, void *desc,
+                          const void *compare, void *compare_desc, void *result,
+                          void *result_desc, fi_addr_t dest_addr, uint64_t addr,
+                          uint64_t key, enum fi_datatype datatype, enum fi_op op,
+                          void *context)
+{
+	(void)ep, (void)buf, (void)count, (void)desc, (void)compare, (void)compare_desc,
+	    (void)result, (void)result_desc, (void)dest_addr, (void)addr, (void)key,
+	    (void)datatype, (void)op, (void)context;
+	return -FI_ENOSYS;
+}
+
+static ssize_t no_comparev(struct fid_ep *ep, const struct fi_ioc *iov, void **desc,
+                           size_t count, const struct fi_ioc *comparev,
+                           void **compare_desc, size_t compare_count,
+                           struct fi_ioc *resultv, void **result_desc,
+                           size_t result_count, fi_addr_t dest_addr, uint64_t addr,
+                           uint64_t key, enum fi_datatype datatype, enum fi_op op,
+                           void *context)
+{
+	(void)ep, (void)iov, (void)desc, (void)count, (void)comparev, (void)compare_desc,
+	    (void)compare_count, (void)resultv, (void)result_desc, (void)result_count,
+	    (void)dest_addr, (void)addr, (void)key, (void)datatype, (void)op,
+	    (void)context;
+	return -FI_ENOSYS;
+}
+
+static ssize_t no_comparemsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
+                             const struct fi_ioc *comparev, void **compare_desc,
+                             size_t compare_count, struct fi_ioc *resultv,
+                             void **result_desc, size_t result_count, uint64_t flags)
+{
+	(void)ep, (void)msg, (void)comparev, (void)compare_desc, (void)compare_count,
+	    (void)resultv, (void)result_desc, (void)result_count, (void)flags;
+	return -FI_ENOSYS;
+}
+
+static int no_valid(struct fid_ep *ep, enum fi_datatype datatype, enum fi_op op,
+                    size_t *count)
+{
+	(void)ep, (void)datatype, (void)op, (void)count;
+	return -FI_ENOSYS;
+}
+
+const struct fi_ops_atomic tcp_nosys_atomic_ops = {
+    .size = sizeof(struct fi_ops_atomic),
+    .write = no_atomic,
+    .writev = no_atomicv,
+    .writemsg = no_atomicmsg,
+    .inject = no_atomic_inject,
+    .readwrite = no_fetch,
+    .readwritev = no_fetchv,
+    .readwritemsg = no_fetchmsg,
+    .compwrite = no_compare,
+    .compwritev = no_comparev,
+    .compwritemsg = no_comparemsg,
+    .writevalid = no_valid,
+    .readwritevalid = no_valid,
+    .compwritevalid = no_valid,
+};
