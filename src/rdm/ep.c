@@ -788,59 +788,19 @@ static int no_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen)
 	return -FI_ENOSYS;
 }
 
-/* Connection calls on a connectionless endpoint: applications written for
- * both kinds call fi_shutdown on an RDM endpoint too (the fabtests do), and
- * the header's inline calls jump through these without a NULL check. */
-static int no_connect(struct fid_ep *ep, const void *addr, const void *param,
-                      size_t paramlen)
-{
-	(void)ep, (void)addr, (void)param, (void)paramlen;
-	return -FI_ENOSYS;
-}
-
-static int no_listen(struct fid_pep *pep)
-{
-	(void)pep;
-	return -FI_ENOSYS;
-}
-
-static int no_accept(struct fid_ep *ep, const void *param, size_t paramlen)
-{
-	(void)ep, (void)param, (void)paramlen;
-	return -FI_ENOSYS;
-}
-
-static int no_reject(struct fid_pep *pep, fid_t handle, const void *param,
-                     size_t paramlen)
-{
-	(void)pep, (void)handle, (void)param, (void)paramlen;
-	return -FI_ENOSYS;
-}
-
-static int no_shutdown(struct fid_ep *ep, uint64_t flags)
-{
-	(void)ep, (void)flags;
-	return -FI_ENOSYS;
-}
-
-static int no_join(struct fid_ep *ep, const void *addr, uint64_t flags,
-                   struct fid_mc **mc, void *context)
-{
-	(void)ep, (void)addr, (void)flags, (void)mc, (void)context;
-	return -FI_ENOSYS;
-}
-
 static const struct fi_ops_cm ep_cm_ops = {
     .size = sizeof(struct fi_ops_cm),
     .setname = ep_setname,
     .getname = ep_getname,
     .getpeer = no_getpeer,
-    .connect = no_connect,
-    .listen = no_listen,
-    .accept = no_accept,
-    .reject = no_reject,
-    .shutdown = no_shutdown,
-    .join = no_join,
+    /* Applications written for both kinds of endpoint call fi_shutdown
+     * on an RDM one too (the fabtests do). */
+    .connect = lm_cm_no_connect,
+    .listen = lm_cm_no_listen,
+    .accept = lm_cm_no_accept,
+    .reject = lm_cm_no_reject,
+    .shutdown = lm_cm_no_shutdown,
+    .join = lm_cm_no_join,
 };
 
 /* ---- fi_endpoint ------------------------------------------------------------ */

@@ -173,6 +173,21 @@ int lm_fid_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
 int lm_fid_no_control(struct fid *fid, int command, void *arg);
 int lm_fid_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops,
 		       void *context);
+/* Connection calls of an endpoint that has no connections, and tables
+ * whose every call is -FI_ENOSYS (nosys.c): for an fid_ep that does none
+ * of these (an RDM endpoint's cm, a shared receive context). */
+int lm_cm_no_connect(struct fid_ep *ep, const void *addr, const void *param,
+		     size_t paramlen);
+int lm_cm_no_listen(struct fid_pep *pep);
+int lm_cm_no_accept(struct fid_ep *ep, const void *param, size_t paramlen);
+int lm_cm_no_reject(struct fid_pep *pep, fid_t handle, const void *param,
+		    size_t paramlen);
+int lm_cm_no_shutdown(struct fid_ep *ep, uint64_t flags);
+int lm_cm_no_join(struct fid_ep *ep, const void *addr, uint64_t flags,
+		  struct fid_mc **mc, void *context);
+extern const struct fi_ops_cm lm_nosys_cm_ops;
+extern const struct fi_ops_rma lm_nosys_rma_ops;
+extern const struct fi_ops_atomic lm_nosys_atomic_ops;
 /* Domain ops no util domain supports (-FI_ENOSYS), for providers' own
  * tables: the header's inline calls have no NULL check for these. */
 int lm_domain_no_scalable_ep(struct fid_domain *domain, struct fi_info *info,

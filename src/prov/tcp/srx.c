@@ -577,9 +577,9 @@ int tcp_srx_context(struct fid_domain *domain, struct fi_rx_attr *attr,
 	s->ep_fid.ops = (struct fi_ops_ep *)&srx_ep_ops;
 	s->ep_fid.msg = (struct fi_ops_msg *)&srx_msg_ops;
 	s->ep_fid.tagged = (struct fi_ops_tagged *)&srx_tagged_ops;
-	s->ep_fid.cm = (struct fi_ops_cm *)&tcp_nosys_cm_ops;
-	s->ep_fid.rma = (struct fi_ops_rma *)&tcp_nosys_rma_ops;
-	s->ep_fid.atomic = (struct fi_ops_atomic *)&tcp_nosys_atomic_ops;
+	s->ep_fid.cm = (struct fi_ops_cm *)&lm_nosys_cm_ops;
+	s->ep_fid.rma = (struct fi_ops_rma *)&lm_nosys_rma_ops;
+	s->ep_fid.atomic = (struct fi_ops_atomic *)&lm_nosys_atomic_ops;
 	atomic_fetch_add(&dom->util.ref, 1);
 	/* man fi_endpoint: the attributes the context got. */
 	if (attr)

@@ -107,10 +107,4 @@ int tcp_srx_bind(struct tcp_srx_member *mb, struct lm_rdm_ep *ep, struct fid *sr
 void tcp_srx_enabled(struct tcp_srx_member *mb);
 void tcp_srx_leave(struct tcp_srx_member *mb);
 
-/* Tables whose every call is -FI_ENOSYS (nosys.c), for an fid_ep that
- * does none of these (a shared receive context). */
-extern const struct fi_ops_cm tcp_nosys_cm_ops;
-extern const struct fi_ops_rma tcp_nosys_rma_ops;
-extern const struct fi_ops_atomic tcp_nosys_atomic_ops;
-
 #endif

@@ -1,8 +1,8 @@
-/* nosys.c - ops tables whose every call answers -FI_ENOSYS, for tcp
- * objects that are a struct fid_ep but neither connect nor do RMA or
- * atomics (a shared receive context): the headers' inline calls jump
- * through these slots without a NULL check. */
-#include "tcp.h"
+/* nosys.c - ops whose every call answers -FI_ENOSYS, for objects that are
+ * a struct fid_ep but do not connect, or do no RMA or atomics (an RDM
+ * endpoint's connection calls, a shared receive context): the headers'
+ * inline calls jump through these slots without a NULL check. */
+#include "util.h"
 
 static int no_setname(fid_t fid, void *addr, size_t addrlen)
 {
@@ -22,56 +22,56 @@ static int no_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen)
 	return -FI_ENOSYS;
 }
 
-static int no_connect(struct fid_ep *ep, const void *addr, const void *param,
+int lm_cm_no_connect(struct fid_ep *ep, const void *addr, const void *param,
                       size_t paramlen)
 {
 	(void)ep, (void)addr, (void)param, (void)paramlen;
 	return -FI_ENOSYS;
 }
 
-static int no_listen(struct fid_pep *pep)
+int lm_cm_no_listen(struct fid_pep *pep)
 {
 	(void)pep;
 	return -FI_ENOSYS;
 }
 
-static int no_accept(struct fid_ep *ep, const void *param, size_t paramlen)
+int lm_cm_no_accept(struct fid_ep *ep, const void *param, size_t paramlen)
 {
 	(void)ep, (void)param, (void)paramlen;
 	return -FI_ENOSYS;
 }
 
-static int no_reject(struct fid_pep *pep, fid_t handle, const void *param,
+int lm_cm_no_reject(struct fid_pep *pep, fid_t handle, const void *param,
                      size_t paramlen)
 {
 	(void)pep, (void)handle, (void)param, (void)paramlen;
 	return -FI_ENOSYS;
 }
 
-static int no_shutdown(struct fid_ep *ep, uint64_t flags)
+int lm_cm_no_shutdown(struct fid_ep *ep, uint64_t flags)
 {
 	(void)ep, (void)flags;
 	return -FI_ENOSYS;
 }
 
-static int no_join(struct fid_ep *ep, const void *addr, uint64_t flags,
+int lm_cm_no_join(struct fid_ep *ep, const void *addr, uint64_t flags,
                    struct fid_mc **mc, void *context)
 {
 	(void)ep, (void)addr, (void)flags, (void)mc, (void)context;
 	return -FI_ENOSYS;
 }
 
-const struct fi_ops_cm tcp_nosys_cm_ops = {
+const struct fi_ops_cm lm_nosys_cm_ops = {
     .size = sizeof(struct fi_ops_cm),
     .setname = no_setname,
     .getname = no_getname,
     .getpeer = no_getpeer,
-    .connect = no_connect,
-    .listen = no_listen,
-    .accept = no_accept,
-    .reject = no_reject,
-    .shutdown = no_shutdown,
-    .join = no_join,
+    .connect = lm_cm_no_connect,
+    .listen = lm_cm_no_listen,
+    .accept = lm_cm_no_accept,
+    .reject = lm_cm_no_reject,
+    .shutdown = lm_cm_no_shutdown,
+    .join = lm_cm_no_join,
 };
 
 static ssize_t no_read(struct fid_ep *ep, void *buf, size_t len, void *desc,
@@ -139,7 +139,7 @@ static ssize_t no_injectdata(struct fid_ep *ep, const void *buf, size_t len,
 	return -FI_ENOSYS;
 }
 
-const struct fi_ops_rma tcp_nosys_rma_ops = {
+const struct fi_ops_rma lm_nosys_rma_ops = {
     .size = sizeof(struct fi_ops_rma),
     .read = no_read,
     .readv = no_readv,
@@ -262,7 +262,7 @@ static int no_valid(struct fid_ep *ep, enum fi_datatype datatype, enum fi_op op,
 	return -FI_ENOSYS;
 }
 
-const struct fi_ops_atomic tcp_nosys_atomic_ops = {
+const struct fi_ops_atomic lm_nosys_atomic_ops = {
     .size = sizeof(struct fi_ops_atomic),
     .write = no_atomic,
     .writev = no_atomicv,
