@@ -652,8 +652,13 @@ static int serve(struct fb *f, size_t size, long iters)
 			int r = oob_poll(f->oob);
 			if (r < 0)
 				return -1;
+			/* The initiator's writes completed there (transmit
+			 * complete): the data is here once their remote CQ data
+			 * is, which may come later. */
 			if (r > 0)
-				return 0;
+				return f->c->op->op == OP_WRITEDATA
+				           ? wait_count(f, &f->rdata_done, base + iters)
+				           : 0;
 		}
 	}
 }
