@@ -782,17 +782,11 @@ static int ep_getname(fid_t fid, void *addr, size_t *addrlen)
 	return 0;
 }
 
-static int no_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen)
-{
-	(void)ep, (void)addr, (void)addrlen;
-	return -FI_ENOSYS;
-}
-
 static const struct fi_ops_cm ep_cm_ops = {
     .size = sizeof(struct fi_ops_cm),
     .setname = ep_setname,
     .getname = ep_getname,
-    .getpeer = no_getpeer,
+    .getpeer = lm_cm_no_getpeer,
     /* Applications written for both kinds of endpoint call fi_shutdown
      * on an RDM one too (the fabtests do). */
     .connect = lm_cm_no_connect,

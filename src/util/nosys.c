@@ -16,7 +16,7 @@ static int no_getname(fid_t fid, void *addr, size_t *addrlen)
 	return -FI_ENOSYS;
 }
 
-static int no_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen)
+int lm_cm_no_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen)
 {
 	(void)ep, (void)addr, (void)addrlen;
 	return -FI_ENOSYS;
@@ -65,7 +65,7 @@ const struct fi_ops_cm lm_nosys_cm_ops = {
     .size = sizeof(struct fi_ops_cm),
     .setname = no_setname,
     .getname = no_getname,
-    .getpeer = no_getpeer,
+    .getpeer = lm_cm_no_getpeer,
     .connect = lm_cm_no_connect,
     .listen = lm_cm_no_listen,
     .accept = lm_cm_no_accept,

@@ -176,6 +176,7 @@ int lm_fid_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void *
 /* Connection calls of an endpoint that has no connections, and tables
  * whose every call is -FI_ENOSYS (nosys.c): for an fid_ep that does none
  * of these (an RDM endpoint's cm, a shared receive context). */
+int lm_cm_no_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen);
 int lm_cm_no_connect(struct fid_ep *ep, const void *addr, const void *param,
 		     size_t paramlen);
 int lm_cm_no_listen(struct fid_pep *pep);
