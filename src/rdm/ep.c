@@ -651,6 +651,8 @@ int lm_rdm_ep_connected(struct lm_rdm_ep *ep, const void *addr)
 	if (p) {
 		lm_rdm_peer_revive(p);
 		ep->msg_peer = p;
+		ep->conn_err = 0;
+		ep->conn_failed = ep->conn_told = false;
 	}
 	lm_lock_release(&ep->lock);
 	return p ? 0 : -FI_ENOMEM;
@@ -659,10 +661,10 @@ int lm_rdm_ep_connected(struct lm_rdm_ep *ep, const void *addr)
 void lm_rdm_ep_disconnected(struct lm_rdm_ep *ep, int err)
 {
 	lm_lock_acquire(&ep->lock);
-	if (ep->msg_peer) {
-		ep->msg_peer->dead = true;
-		lm_rdm_fail_peer(ep, ep->msg_peer, err);
-	}
+	if (!ep->conn_failed)
+		ep->conn_err = err; /* over the link's own FI_ENOTCONN */
+	ep->conn_told = true;       /* the provider ends it: it knows */
+	lm_rdm_progress_locked(ep);
 	lm_lock_release(&ep->lock);
 }
 

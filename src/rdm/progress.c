@@ -298,7 +298,44 @@ void lm_rdm_lost(void *arg, const void *src_addr)
 		p->eager->placing = false;
 		p->eager = NULL;
 	}
+	if (ep->connected && p == ep->msg_peer) {
+		/* The connection is over: no afresh for it (conn_end). */
+		p->dead = true;
+		if (!ep->conn_err)
+			ep->conn_err = FI_ENOTCONN;
+		lm_rdm_busy(ep);
+		return;
+	}
 	peer_mark_dead(ep, p);
+}
+
+/* Under ep->lock, once the connection of an FI_EP_MSG endpoint has ended:
+ * what waited on the peer fails, once; a receive fails whenever one is
+ * posted (what the peer sent before it went was matched first, and the
+ * unexpected messages it left still match the receives posted after). */
+static void conn_end(struct lm_rdm_ep *ep)
+{
+	struct lm_rx_entry *e;
+
+	if (!ep->conn_failed && ep->msg_peer) {
+		ep->conn_failed = true;
+		ep->msg_peer->dead = true;
+		lm_rdm_fail_peer(ep, ep->msg_peer, ep->conn_err);
+	}
+	for (struct lm_match *m = &ep->msg; m; m = m == &ep->msg ? &ep->tagged : NULL)
+		while ((e = lm_match_pop_posted(m))) {
+			struct lm_rdm_rx *rx = lm_container_of(e, struct lm_rdm_rx, e);
+
+			if (ep->rx_cq)
+				lm_rx_failed(ep->rx_cq, e, ep->conn_err);
+			if (ep->cntr[LM_CNTR_RECV])
+				lm_cntr_inc_err(ep->cntr[LM_CNTR_RECV]);
+			/* A multi-receive buffer a rendezvous still fills is
+			 * freed when that ends. */
+			rx->released = true;
+			if (!rx->busy)
+				lm_rdm_rx_free(ep, rx);
+		}
 }
 
 /* The link had no room for peer: remember it for want_room. */
@@ -826,6 +863,8 @@ void lm_rdm_progress_locked(struct lm_rdm_ep *ep)
 	if (!lm_list_empty(&ep->rndv_active) || !lm_list_empty(&ep->tx_wait))
 		max = max > SIZE_MAX / 2 ? SIZE_MAX : 2 * max;
 	poll_link(ep, max);
+	if (ep->conn_err)
+		conn_end(ep);
 	if (!lm_list_empty(&ep->ctl_queue))
 		ctl_queue_flush(ep);
 	if (!lm_list_empty(&ep->tx_queue))
@@ -871,6 +910,7 @@ static bool others_sleepy(const struct lm_rdm_ep *ep)
 static LM_HOT_INLINE void progress(struct lm_rdm_ep *ep, bool sleepy)
 {
 	bool quiet = !sleepy && atomic_load_explicit(&ep->quiet, memory_order_relaxed);
+	bool tell = false;
 
 	/* The common poll with nothing in flight and nothing arrived. */
 	if (quiet && ep->link && ep->link->ops->idle && ep->link->ops->idle(ep->link))
@@ -918,10 +958,17 @@ static LM_HOT_INLINE void progress(struct lm_rdm_ep *ep, bool sleepy)
 		    &ep->quiet,
 		    !ep->armed && lm_list_empty(&ep->tx_queue) &&
 		        lm_list_empty(&ep->tx_wait) && lm_list_empty(&ep->rndv_active) &&
-		        lm_list_empty(&ep->ctl_queue) && lm_list_empty(&ep->revive),
+		        lm_list_empty(&ep->ctl_queue) && lm_list_empty(&ep->revive) &&
+		        !ep->conn_err,
 		    memory_order_relaxed);
+		if (ep->conn_err && !ep->conn_told) {
+			ep->conn_told = true;
+			tell = ep->conn_lost != NULL;
+		}
 	}
 	lm_lock_release(&ep->lock);
+	if (tell)
+		ep->conn_lost(ep);
 }
 
 /* A sender told "delivered" must not lose the message to our close: a

@@ -413,6 +413,14 @@ struct lm_rdm_ep {
 	struct lm_hmap peers;
 	bool connected;                /* FI_EP_MSG: every operation goes to msg_peer */
 	struct lm_rdm_peer *msg_peer;  /* set by lm_rdm_ep_connected */
+	/* FI_EP_MSG after the connection ended: the error its operations
+	 * end with (0 while connected); conn_failed once what waited on the
+	 * peer has failed, conn_told once conn_lost below has run. */
+	int conn_err;
+	bool conn_failed, conn_told;
+	/* The provider's hook for a connection the link lost, run by the
+	 * progress that noticed it, without ep->lock (its EQ event). */
+	void (*conn_lost)(struct lm_rdm_ep *ep);
 	struct lm_rdm_peer **peer_vec; /* fi_addr index -> peer */
 	size_t peer_vec_len;
 	uint64_t peer_gen;
@@ -458,8 +466,10 @@ static inline struct lm_rdm_peer *lm_rdm_peer_by_fiaddr(struct lm_rdm_ep *ep,
 /* A connected endpoint's peer is now the link peer at addr (the provider's
  * connection management made the connection).  Under no lock of ep's. */
 int lm_rdm_ep_connected(struct lm_rdm_ep *ep, const void *addr);
-/* The operations still outstanding with a connected endpoint's peer end
- * (its connection is gone): FI_ECANCELED for fi_shutdown, FI_EIO when lost. */
+/* The operations still outstanding with a connected endpoint's peer end,
+ * and its posted receives (its connection is gone): with FI_ECANCELED for
+ * fi_shutdown.  A connection the link loses ends so by itself, with
+ * FI_ENOTCONN, and runs ep->conn_lost. */
 void lm_rdm_ep_disconnected(struct lm_rdm_ep *ep, int err);
 struct lm_rdm_peer *lm_rdm_peer_by_addr(struct lm_rdm_ep *ep, const void *addr);
 /* The same, without making one: NULL for an address never seen. */

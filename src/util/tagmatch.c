@@ -436,16 +436,21 @@ int lm_rx_truncated(struct lm_cq *cq, struct lm_rx_entry *rx, size_t msg_len,
 	return lm_cq_write_err(cq, &err, src);
 }
 
-int lm_rx_cancelled(struct lm_cq *cq, struct lm_rx_entry *rx)
+int lm_rx_failed(struct lm_cq *cq, struct lm_rx_entry *rx, int err)
 {
-	/* A cancelled multi-receive buffer is given back too: say so. */
-	struct fi_cq_err_entry err = {
+	/* A failed multi-receive buffer is given back too: say so. */
+	struct fi_cq_err_entry e = {
 	    .op_context = rx->context,
 	    .flags = FI_RECV | lm_rx_kind(rx) | (rx->flags & FI_MULTI_RECV),
 	    .tag = rx->flags & FI_TAGGED ? rx->tag : 0,
-	    .err = FI_ECANCELED,
-	    .prov_errno = FI_ECANCELED,
+	    .err = err,
+	    .prov_errno = err,
 	};
 
-	return lm_cq_write_err(cq, &err, FI_ADDR_NOTAVAIL);
+	return lm_cq_write_err(cq, &e, FI_ADDR_NOTAVAIL);
+}
+
+int lm_rx_cancelled(struct lm_cq *cq, struct lm_rx_entry *rx)
+{
+	return lm_rx_failed(cq, rx, FI_ECANCELED);
 }

@@ -258,5 +258,7 @@ static inline int lm_rx_complete(struct lm_cq *cq, struct lm_rx_entry *rx,
 }
 /* fi_cancel's FI_ECANCELED error entry for rx. */
 int lm_rx_cancelled(struct lm_cq *cq, struct lm_rx_entry *rx);
+/* As lm_rx_cancelled, with error err (positive). */
+int lm_rx_failed(struct lm_cq *cq, struct lm_rx_entry *rx, int err);
 
 #endif

@@ -44,6 +44,9 @@
 #define TAG_B       0x5678u
 #define STUCK       ((size_t)32 << 20) /* more than the sockets can hold */
 #define CM_DATA_MAX 256 /* what the provider carries (and we give room for) */
+#define PP_ROUNDS   10   /* case 9: ping-pongs before the kill */
+#define PP_LEN      4096 /* as fi_pingpong's default size */
+#define PP_DEATH_MS 100  /* the kill -> both error completions, CQ only */
 
 /* An fi_eq_read buffer: the entry and the connection data after it. */
 union cm_ev {
@@ -747,7 +750,7 @@ struct hello {
 
 /* Listens (named by hints->src_addr this time), accepts, then waits in a
  * barrier the client answers only after killing us. */
-static int victim(void)
+static int victim(bool pingpong)
 {
 	struct side s = {0};
 	struct fi_info *hints = msg_hints(FI_SOCKADDR_IN);
@@ -790,6 +793,16 @@ static int victim(void)
 	r = next_event(s.eq, true, EV_MS, &event, &ev, NULL, NULL, 0);
 	check_cm_event(r, event, &ev, FI_CONNECTED, &ep->fid, NULL);
 	CHECK_INT(st_barrier(), 0);
+	/* Case 9: echo the client's ping-pong first. */
+	for (int i = 0; pingpong && i < PP_ROUNDS; i++) {
+		struct fi_cq_tagged_entry c;
+		static char pp[PP_LEN];
+
+		OK(fi_recv(ep, pp, sizeof(pp), NULL, 0, NULL));
+		CHECK_INT(st_read(s.cq, &c, NULL, NULL, NULL, EV_MS), 1);
+		OK(fi_send(ep, pp, sizeof(pp), NULL, 0, NULL));
+		CHECK_INT(st_read(s.cq, &c, NULL, NULL, NULL, EV_MS), 1);
+	}
 	/* No progress from here: the client's big send stays in flight. */
 	st_barrier();
 	fprintf(stderr, "victim: still alive after the client's kill\n");
@@ -873,10 +886,110 @@ static int survivor(void)
 	return 0;
 }
 
+/* ---- case 9: the server killed mid-ping-pong, the client reading only its CQ */
+
+/* After a ping-pong, the client posts a receive for the next pong and a
+ * send the dead server never reads, then kills it.  Polling nothing but
+ * the CQ, it has both fail within PP_DEATH_MS, and FI_SHUTDOWN is on the
+ * EQ by then, though the EQ was never read. */
+static int survivor_cq_only(void)
+{
+	struct side s = {0};
+	struct fi_info *hints = msg_hints(FI_SOCKADDR_IN);
+	struct hello all[ST_MAX_PROCS];
+	struct fi_cq_tagged_entry c;
+	struct fi_cq_err_entry err;
+	struct fid_ep *ep = NULL;
+	uint32_t event;
+	union cm_ev ev;
+	static char pp[PP_LEN], pong[PP_LEN];
+	char *big = calloc(1, STUCK);
+	int ep_ctx, sc, rc;
+	bool send_failed = false, recv_failed = false;
+	uint64_t t0, t_end = 0;
+	ssize_t r;
+
+	if (!hints || !big)
+		return 2;
+	CHECK_INT(st_allgather("", 0, all), 0);
+	hints->dest_addr = malloc(sizeof(all[SERVER].addr));
+	if (!hints->dest_addr)
+		return 2;
+	memcpy(hints->dest_addr, &all[SERVER].addr, sizeof(all[SERVER].addr));
+	hints->dest_addrlen = sizeof(all[SERVER].addr);
+	OK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &s.info));
+	fi_freeinfo(hints);
+	OK(open_side(&s, false));
+	OK(open_ep(&s, s.info, &ep, &ep_ctx));
+	OK(fi_connect(ep, NULL, "hello-4", 8));
+	r = next_event(s.eq, true, EV_MS, &event, &ev, NULL, NULL, 0);
+	check_cm_event(r, event, &ev, FI_CONNECTED, &ep->fid, NULL);
+	if (r < 0 || event != FI_CONNECTED)
+		return 1;
+	CHECK_INT(st_barrier(), 0);
+	for (int i = 0; i < PP_ROUNDS; i++) {
+		st_fill(pp, sizeof(pp), (uint64_t)i);
+		OK(fi_recv(ep, pong, sizeof(pong), NULL, 0, NULL));
+		OK(fi_send(ep, pp, sizeof(pp), NULL, 0, NULL));
+		for (int n = 0; n < 2; n++)
+			CHECK_INT(st_read(s.cq, &c, NULL, NULL, NULL, EV_MS), 1);
+		CHECK(st_verify(pong, sizeof(pong), (uint64_t)i) == (size_t)-1);
+	}
+
+	OK(fi_recv(ep, pong, sizeof(pong), NULL, 0, &rc));
+	st_fill(big, STUCK, 43);
+	OK(fi_send(ep, big, STUCK, NULL, 0, &sc));
+	t0 = st_now_us();
+	do
+		r = fi_cq_read(s.cq, &c, 1);
+	while (r == -FI_EAGAIN && st_now_us() - t0 < 200000);
+	CHECK_INT(r, -FI_EAGAIN);
+
+	CHECK_INT(kill(all[SERVER].pid, SIGKILL), 0);
+	t0 = st_now_us();
+	while (!(send_failed && recv_failed)) {
+		r = st_read(s.cq, &c, NULL, &err, NULL, DEATH_MS);
+		CHECK_INT(r, -FI_EAVAIL);
+		if (r != -FI_EAVAIL)
+			break;
+		t_end = st_now_us() - t0;
+		if (err.op_context == &sc) {
+			CHECK(!send_failed);
+			CHECK(err.flags & FI_SEND);
+			send_failed = true;
+		} else {
+			CHECK(err.op_context == &rc);
+			CHECK(!recv_failed);
+			CHECK(err.flags & FI_RECV);
+			recv_failed = true;
+		}
+		CHECK_INT(err.err, FI_ENOTCONN);
+	}
+	fprintf(stderr, "survivor (CQ only): send and receive failed %llu us after the kill\n",
+	        (unsigned long long)t_end);
+	CHECK(t_end < PP_DEATH_MS * 1000ull);
+	/* Nothing more on the CQ; FI_SHUTDOWN waits on the EQ, once. */
+	CHECK_INT(fi_cq_read(s.cq, &c, 1), -FI_EAGAIN);
+	r = next_event(s.eq, false, 0, &event, &ev, NULL, NULL, 0);
+	check_cm_event(r, event, &ev, FI_SHUTDOWN, &ep->fid, NULL);
+	CHECK_INT(next_event(s.eq, false, 100, &event, &ev, NULL, NULL, 0), -FI_EAGAIN);
+	/* A receive posted now fails too; it does not wait for ever. */
+	OK(fi_recv(ep, pong, sizeof(pong), NULL, 0, &rc));
+	r = st_read(s.cq, &c, NULL, &err, NULL, EV_MS);
+	CHECK_INT(r, -FI_EAVAIL);
+	CHECK(r == -FI_EAVAIL && err.op_context == &rc && err.err == FI_ENOTCONN);
+	CHECK_INT(fi_close(&ep->fid), 0);
+	close_side(&s);
+	free(big);
+	return 0;
+}
+
 static int death(int rank, int nprocs, void *arg)
 {
-	(void)nprocs, (void)arg;
-	if (rank == SERVER ? victim() : survivor())
+	bool cq_only = arg != NULL;
+
+	(void)nprocs;
+	if (rank == SERVER ? victim(cq_only) : cq_only ? survivor_cq_only() : survivor())
 		CHECK(0);
 	CHECK_NO_LEAKS();
 	return check_done();
@@ -889,5 +1002,7 @@ int main(void)
 	bad |= st_run("tcp/cm: connect, data, reject, refused, shutdown", 2, 60, pair,
 	              NULL, 0);
 	bad |= st_run("tcp/cm: peer killed", 2, 30, death, NULL, 1u << SERVER);
+	bad |= st_run("tcp/cm: peer killed mid-ping-pong, CQ only", 2, 30, death, "cq",
+	              1u << SERVER);
 	return bad;
 }

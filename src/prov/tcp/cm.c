@@ -679,12 +679,27 @@ static void msg_progress(struct lm_progress *prog)
 		lm_lock_release(&m->ep->lock);
 		if (lost && m->state == MSG_CONNECTED) {
 			m->state = MSG_DOWN;
-			lm_rdm_ep_disconnected(m->ep, FI_EIO);
+			lm_rdm_ep_disconnected(m->ep, FI_ENOTCONN);
 			msg_event(m, FI_SHUTDOWN, NULL, 0);
 		}
 		break;
 	default:
 		break;
+	}
+	lm_lock_release(&m->lock);
+}
+
+/* The engine's conn_lost: a CQ's or counter's progress found the
+ * connection gone, and has failed what was posted on it; the EQ hears of
+ * it at once, whether or not anybody reads the EQ. */
+static void msg_lost(struct lm_rdm_ep *ep)
+{
+	struct tcp_msg *m = ep->prov;
+
+	lm_lock_acquire(&m->lock);
+	if (m->state == MSG_CONNECTED) {
+		m->state = MSG_DOWN;
+		msg_event(m, FI_SHUTDOWN, NULL, 0);
 	}
 	lm_lock_release(&m->lock);
 }
@@ -979,6 +994,7 @@ int tcp_msg_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid
 		m->bound = true;
 	}
 	ep->prov = m;
+	ep->conn_lost = msg_lost;
 	m->ep = ep;
 	lm_lock_init(&m->lock, true);
 	m->prog.run = msg_progress;
