@@ -158,7 +158,8 @@ struct lm_rdm_peer *lm_rdm_peer_by_fiaddr_slow(struct lm_rdm_ep *ep, fi_addr_t a
 		return NULL;
 	idx = addr & ep->av->idx_mask;
 	if (gen != ep->peer_gen) {
-		memset(ep->peer_vec, 0, ep->peer_vec_len * sizeof(ep->peer_vec[0]));
+		if (ep->peer_vec_len)
+			memset(ep->peer_vec, 0, ep->peer_vec_len * sizeof(ep->peer_vec[0]));
 		ep->peer_gen = gen;
 	}
 	if (idx < ep->peer_vec_len && ep->peer_vec[idx])

@@ -126,6 +126,16 @@ struct lm_link_ops {
 	 * error as send. */
 	ssize_t (*send_many)(struct lm_link *link, struct lm_link_peer *peer,
 	                     const struct lm_link_pkt *pkts, size_t count);
+	/* Optional, for a link whose packets, once taken, may still die
+	 * with this process: in its own buffers, or in a kernel queue that
+	 * a crash throws away (a TCP socket closed with unread data resets
+	 * the connection and drops what it had not sent).  mark: where the
+	 * packets taken so far for peer end, 0 when none can be lost so;
+	 * delivered: whether the peer's side now holds everything up to
+	 * such a mark.  What completes once its packet is out waits for
+	 * that.  A link whose taken packets are safe leaves both NULL. */
+	uint64_t (*mark)(struct lm_link *link, struct lm_link_peer *peer);
+	bool (*delivered)(struct lm_link *link, struct lm_link_peer *peer, uint64_t mark);
 
 	/* Deliver up to budget packets through attr->recv; returns how many. */
 	int (*poll)(struct lm_link *link, int budget);

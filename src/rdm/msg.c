@@ -926,6 +926,11 @@ static LM_HOT_INLINE ssize_t post_recv(struct lm_rdm_ep *ep, const struct iovec 
 	struct lm_unexp_entry *u;
 	ssize_t ret = 0;
 
+	size_t total = 0;
+
+	/* A peek, or a claim that discards, names no buffer to fill. */
+	if (!lm_iov_valid(iov, count, &total) && !(flags & (FI_PEEK | FI_DISCARD)))
+		return -FI_EINVAL;
 	if (count > LM_IOV_LIMIT || (count && !iov))
 		return -FI_EINVAL;
 	if ((flags & FI_MULTI_RECV) && count != 1)
@@ -978,7 +983,7 @@ static LM_HOT_INLINE ssize_t post_recv(struct lm_rdm_ep *ep, const struct iovec 
 		rx->e.desc[i] = desc ? desc[i] : NULL;
 	}
 	rx->e.iov_count = count;
-	rx->e.total_len = lm_iov_len(iov, count);
+	rx->e.total_len = total;
 
 	if (tagged && (flags & FI_CLAIM)) {
 		struct lm_rdm_unexp *x;
@@ -1166,6 +1171,28 @@ static inline ssize_t send_eager_words(struct lm_rdm_ep *ep, struct lm_rdm_peer 
 	return ep->link->ops->send_words(ep->link, peer->lp, words, mask, payload, h->len);
 }
 
+/* The fast path's send, taken but not yet delivered by the link: true
+ * when it completes later (lm_rdm_tx_park_held). */
+static bool held_send(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer, void *context,
+                      bool report, bool tagged, size_t len)
+{
+	struct lm_rdm_tx *tx = lm_rdm_tx_alloc(ep); /* one is free: checked */
+
+	tx->peer = peer;
+	tx->context = context;
+	tx->report = report;
+	tx->cntr = ep->cntr[LM_CNTR_SEND];
+	tx->cq_flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
+	tx->op = LM_OP_EAGER;
+	tx->len = len;
+	tx->iov_count = 0;
+	tx->hdr.flags = 0;
+	if (lm_rdm_tx_park_held(ep, tx))
+		return true;
+	lm_rdm_tx_free(ep, tx);
+	return false;
+}
+
 /* Inline in each send call: their constant arguments fold away. */
 static LM_HOT_INLINE ssize_t do_send(struct lm_rdm_ep *ep, const struct iovec *iov,
                                      size_t count, fi_addr_t dest, uint64_t tag,
@@ -1179,9 +1206,8 @@ static LM_HOT_INLINE ssize_t do_send(struct lm_rdm_ep *ep, const struct iovec *i
 	ssize_t ret = 0;
 	struct lm_rdm_hdr h = {.version = LM_RDM_WIRE_VERSION, .op = LM_OP_EAGER};
 
-	if (count > LM_IOV_LIMIT || (count && !iov))
+	if (!lm_iov_valid(iov, count, &len))
 		return -FI_EINVAL;
-	len = lm_iov_len(iov, count);
 	lm_lock_acquire(&ep->lock);
 	if (!ep->enabled) {
 		ret = -FI_EOPBADSTATE;
@@ -1212,9 +1238,10 @@ static LM_HOT_INLINE ssize_t do_send(struct lm_rdm_ep *ep, const struct iovec *i
 		peer->owed = 0;
 	}
 
-	/* The fast path: a small message straight into the link, no request. */
+	/* The fast path: a small message straight into the link, no request
+	 * (but one free, should the link hold part of it). */
 	if (eager && !(flags & (FI_DELIVERY_COMPLETE | FI_FENCE)) &&
-	    lm_list_empty(&ep->tx_queue) && !peer->dead) {
+	    lm_list_empty(&ep->tx_queue) && !peer->dead && ep->tx_nfree) {
 		h.len = (uint32_t)len;
 		if (count == 1 && len <= ep->link->inline_max && ep->link->ops->send_words)
 			ret = send_eager_words(ep, peer, &h, iov[0].iov_base);
@@ -1222,6 +1249,9 @@ static LM_HOT_INLINE ssize_t do_send(struct lm_rdm_ep *ep, const struct iovec *i
 			ret = ep->link->ops->send(ep->link, peer->lp, &h, iov, count);
 		if (!ret) {
 			peer->credit -= len;
+			if (ep->link->ops->mark &&
+			    held_send(ep, peer, context, report, tagged, len))
+				goto out;
 			if (ep->cntr[LM_CNTR_SEND])
 				lm_cntr_inc(ep->cntr[LM_CNTR_SEND]);
 			if (report)

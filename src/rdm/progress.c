@@ -79,6 +79,8 @@ void lm_rdm_tx_set_iov(struct lm_rdm_tx *tx, const struct iovec *iov, size_t cou
 
 void lm_rdm_tx_free(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
 {
+	if (tx->state == LM_TX_HELD)
+		ep->tx_held--;
 	lm_list_remove(&tx->node);
 	tx->state = LM_TX_FREE;
 	tx->gen++;
@@ -500,14 +502,50 @@ static ssize_t tx_push(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
 	}
 }
 
+bool lm_rdm_tx_park_held(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
+{
+	const struct lm_link_ops *ops = ep->link->ops;
+	uint64_t mark = ops->mark ? ops->mark(ep->link, tx->peer->lp) : 0;
+
+	if (!mark || ops->delivered(ep->link, tx->peer->lp, mark))
+		return false;
+	tx->mark = mark;
+	tx->state = LM_TX_HELD;
+	tx->start_ms = lm_now_ms();
+	ep->tx_held++;
+	lm_list_push_back(&ep->tx_wait, &tx->node);
+	lm_rdm_busy(ep);
+	return true;
+}
+
+/* Held eager sends the link has delivered since are complete.  So is one
+ * whose connection has ended meanwhile: the link cannot tell any more
+ * whether the peer had it, and it was whole in the transport. */
+static void held_done(struct lm_rdm_ep *ep)
+{
+	struct lm_list *it, *tmp;
+
+	lm_list_foreach_safe(&ep->tx_wait, it, tmp)
+	{
+		struct lm_rdm_tx *tx = lm_container_of(it, struct lm_rdm_tx, node);
+
+		if (tx->state == LM_TX_HELD &&
+		    (tx->peer->dead || !tx->peer->lp ||
+		     ep->link->ops->delivered(ep->link, tx->peer->lp, tx->mark)))
+			lm_rdm_tx_done(ep, tx, 0);
+	}
+}
+
 /* After the last packet went out: eager sends without an acknowledgement
- * are complete; everything else waits for its answer. */
+ * are complete once the link holds none of it; everything else waits for
+ * its answer. */
 static void tx_sent(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
 {
 	lm_list_remove(&tx->node);
 	if ((tx->op == LM_OP_EAGER && !(tx->hdr.flags & LM_HF_ACK)) ||
 	    tx->op == LM_OP_READ_RESP) {
-		lm_rdm_tx_done(ep, tx, 0);
+		if (tx->op == LM_OP_READ_RESP || !lm_rdm_tx_park_held(ep, tx))
+			lm_rdm_tx_done(ep, tx, 0);
 		return;
 	}
 	tx->state = LM_TX_WAIT;
@@ -863,6 +901,8 @@ void lm_rdm_progress_locked(struct lm_rdm_ep *ep)
 	if (!lm_list_empty(&ep->rndv_active) || !lm_list_empty(&ep->tx_wait))
 		max = max > SIZE_MAX / 2 ? SIZE_MAX : 2 * max;
 	poll_link(ep, max);
+	if (ep->tx_held)
+		held_done(ep);
 	if (ep->conn_err)
 		conn_end(ep);
 	if (!lm_list_empty(&ep->ctl_queue))

@@ -250,6 +250,7 @@ enum lm_tx_state {
 	LM_TX_QUEUED, /* waiting for link room (in ep->tx_queue) */
 	LM_TX_WAIT,   /* sent, waiting for an answer (FIN/ACK/RESP) */
 	LM_TX_STREAM, /* CTS received: DATA left to send (in ep->tx_queue) */
+	LM_TX_HELD,   /* eager, sent, not yet delivered (in ep->tx_wait) */
 };
 
 /* An operation this endpoint started. */
@@ -272,6 +273,7 @@ struct lm_rdm_tx {
 	struct lm_rdm_hdr hdr; /* the first packet, kept for retries */
 	uint64_t rreq;         /* STREAM: the receiver's handle */
 	uint64_t start_ms;     /* for liveness checks */
+	uint64_t mark;         /* LM_TX_HELD: the link's mark to wait for */
 	void *result;          /* fetching atomics: where old values go */
 	size_t result_len;
 	unsigned char inject[]; /* inject / atomic operand copy (ep->inject_size) */
@@ -390,6 +392,7 @@ struct lm_rdm_ep {
 	size_t tx_nfree;
 	struct lm_list tx_queue; /* packets waiting for link room, in order */
 	struct lm_list tx_wait;  /* waiting for an answer */
+	size_t tx_held;          /* of them, LM_TX_HELD */
 
 	struct lm_rdm_rndv *rndv;
 	size_t rndv_count;
@@ -581,6 +584,10 @@ void lm_rdm_linger(struct lm_rdm_ep *ep);
 
 struct lm_rdm_tx *lm_rdm_tx_alloc(struct lm_rdm_ep *ep);
 void lm_rdm_tx_free(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx);
+/* An eager send the link took but has not delivered yet (link ops mark
+ * and delivered): tx waits in ep->tx_wait as LM_TX_HELD until it has,
+ * and true; false when it is delivered already (tx untouched). */
+bool lm_rdm_tx_park_held(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx);
 /* The live request named by handle that went to from, or NULL. */
 struct lm_rdm_tx *lm_rdm_tx_lookup(struct lm_rdm_ep *ep, uint64_t handle,
                                    const struct lm_rdm_peer *from);
@@ -690,6 +697,23 @@ static inline size_t lm_iov_len(const struct iovec *iov, size_t n)
 	for (size_t i = 0; i < n; i++)
 		s += iov[i].iov_len;
 	return s;
+}
+
+/* An application's iov array: at most LM_IOV_LIMIT entries, none with
+ * bytes but no buffer, a total that fits a size_t (in *len). */
+static inline bool lm_iov_valid(const struct iovec *iov, size_t n, size_t *len)
+{
+	size_t s = 0;
+
+	if (n > LM_IOV_LIMIT || (n && !iov))
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if ((iov[i].iov_len && !iov[i].iov_base) || iov[i].iov_len > SIZE_MAX - s)
+			return false;
+		s += iov[i].iov_len;
+	}
+	*len = s;
+	return true;
 }
 
 size_t lm_copy_from_iov(void *dst, const struct iovec *iov, size_t iov_count,

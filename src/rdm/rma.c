@@ -236,9 +236,8 @@ static ssize_t rma_post(struct lm_rdm_ctx *ctx, bool write, const struct iovec *
 	size_t len;
 	ssize_t ret = 0;
 
-	if (count > LM_IOV_LIMIT || (count && !iov))
+	if (!lm_iov_valid(iov, count, &len))
 		return -FI_EINVAL;
-	len = lm_iov_len(iov, count);
 	lm_lock_acquire(&ep->lock);
 	if (!ep->enabled) {
 		ret = -FI_EOPBADSTATE;
@@ -294,8 +293,7 @@ static ssize_t rma_msg(struct fid_ep *fid, const struct fi_msg_rma *msg, uint64_
 	if (!msg || msg->iov_count > LM_IOV_LIMIT || (msg->iov_count && !msg->msg_iov) ||
 	    msg->rma_iov_count != 1 || !msg->rma_iov)
 		return -FI_EINVAL;
-	len = lm_iov_len(msg->msg_iov, msg->iov_count);
-	if (len > msg->rma_iov[0].len)
+	if (!lm_iov_valid(msg->msg_iov, msg->iov_count, &len) || len > msg->rma_iov[0].len)
 		return -FI_EINVAL;
 	return rma_post(lm_rdm_ctx_of(fid), write, msg->msg_iov, msg->iov_count,
 	                msg->addr, msg->rma_iov[0].addr, msg->rma_iov[0].key, msg->data,

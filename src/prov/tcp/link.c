@@ -13,7 +13,9 @@
 #include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -51,6 +53,7 @@ struct tcp_conn {
 	size_t in_len;
 	unsigned char *out;
 	size_t out_off, out_len, out_cap;
+	uint64_t taken; /* bytes of packets taken (written or in out) */
 	/* A payload being read straight into the engine's buffer
 	 * (lm_link_attr.place), and whether the packets are large ones that
 	 * are placed so: then a read takes only the next header. */
@@ -960,8 +963,10 @@ static ssize_t send_pkts(struct tcp_link *l, struct lm_link_peer *p,
 		n = sendmsg(c->fd, &(struct msghdr){.msg_iov = v, .msg_iovlen = nv},
 		            MSG_NOSIGNAL | MSG_DONTWAIT);
 	}
-	if (n == (ssize_t)total)
+	if (n == (ssize_t)total) {
+		c->taken += total;
 		return (ssize_t)count;
+	}
 	if (n < 0) {
 		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
 			conn_close(l, c, true);
@@ -973,12 +978,14 @@ static ssize_t send_pkts(struct tcp_link *l, struct lm_link_peer *p,
 	for (k = 0, acc = 0; acc + size[k] <= (size_t)n; k++)
 		acc += size[k];
 	ev_set(l, c, true);
+	c->taken += acc;
 	if (acc == (size_t)n)
 		return k ? (ssize_t)k : -FI_EAGAIN;
 	/* The rest of packet k: from the buffer it was written from. */
 	if (gathered ? out_append(c, &(struct iovec){gather + acc, size[k]}, 1, (size_t)n - acc)
 	             : out_append(c, v + first[k], first[k + 1] - first[k], (size_t)n - acc))
 		return -FI_EIO; /* a partial packet cannot be taken back */
+	c->taken += size[k];
 	return (ssize_t)k + 1;
 }
 
@@ -995,6 +1002,31 @@ static ssize_t tcp_link_send_many(struct lm_link *link, struct lm_link_peer *p,
                                   const struct lm_link_pkt *pkts, size_t count)
 {
 	return send_pkts(lm_container_of(link, struct tcp_link, link), p, pkts, count);
+}
+
+/* Where the packets taken for p end in the stream; delivered when the
+ * peer's kernel has acknowledged them: neither in c->out nor in our
+ * socket's send queue, which a process ending with unread data in its
+ * receive queue loses (the kernel resets the connection). */
+static uint64_t tcp_link_mark(struct lm_link *link, struct lm_link_peer *p)
+{
+	(void)link;
+	return p->conn && !p->self ? p->conn->taken : 0;
+}
+
+static bool tcp_link_delivered(struct lm_link *link, struct lm_link_peer *p, uint64_t mark)
+{
+	struct tcp_conn *c = p->conn;
+	int queued = 0;
+
+	(void)link;
+	if (!c || c->closed || mark > c->taken)
+		return false; /* not this connection's: the liveness check decides */
+	if (c->taken - c->out_len < mark)
+		return false;
+	if (ioctl(c->fd, SIOCOUTQ, &queued) || queued < 0)
+		return false;
+	return c->taken - c->out_len - (uint64_t)queued >= mark;
 }
 
 static int link_open(int family, void *ctx, const struct lm_link_attr *attr,
@@ -1245,8 +1277,9 @@ static int tcp6_link_open(void *ctx, const struct lm_link_attr *attr, const void
 #define TCP_LINK_OPS                                                                     \
 	.name = "tcp", .addr_to_str = tcp_addr_to_str, .close = tcp_link_close,          \
 	.peer_open = tcp_link_peer_open, .peer_close = tcp_link_peer_close,              \
-	.send = tcp_link_send, .send_many = tcp_link_send_many, .poll = tcp_link_poll,    \
-	.arm = tcp_link_arm,                                                             \
+	.send = tcp_link_send, .send_many = tcp_link_send_many, .mark = tcp_link_mark,   \
+	.delivered = tcp_link_delivered,                                                 \
+	.poll = tcp_link_poll, .arm = tcp_link_arm,                                      \
 	.disarm = tcp_link_disarm, .peer_alive = tcp_link_peer_alive,                    \
 	.peer_reset = tcp_link_peer_reset
 
