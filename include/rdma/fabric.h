@@ -144,8 +144,10 @@ typedef struct fid *fid_t;
 
 /* Secondary capabilities and fi_getinfo/AV flags (bits 32-35, 37-40 and 42
  * are unassigned in 1.17). */
+#define FI_RESCAN           (1ULL << 35) /* API 2.x: fi_getinfo looks afresh */
 #define FI_PEER_TRANSFER    (1ULL << 36)
 #define FI_AV_USER_ID       (1ULL << 41)
+#define FI_FIREWALL_ADDR    (1ULL << 42) /* API 2.x: the peer is behind a firewall */
 #define FI_PEER             (1ULL << 43)
 #define FI_XPU_TRIGGER      (1ULL << 44)
 #define FI_HMEM_HOST_ALLOC  (1ULL << 45)
@@ -164,11 +166,21 @@ typedef struct fid *fid_t;
 #define FI_NAMED_RX_CTX     (1ULL << 58)
 #define FI_DIRECTED_RECV    (1ULL << 59)
 
+/* API 2.x capabilities, on bits 1.17 gave the registration flags above and
+ * FI_VARIABLE_MSG (fi_info::caps never held those): directed receive and
+ * multi-receive for tagged receives alone, and directed receive that takes
+ * FI_ADDR_UNSPEC as "from that address only". */
+#define FI_TAGGED_DIRECTED_RECV (1ULL << 45)
+#define FI_TAGGED_MULTI_RECV    (1ULL << 46)
+#define FI_EXACT_DIRECTED_RECV  (1ULL << 48)
+
 /* Call-specific reuses of the top bits: tagged receives and buffered
  * receive completions (FI_CLAIM, FI_DISCARD), fi_ep_bind (selective). */
 #define FI_CLAIM                (1ULL << 59)
 #define FI_DISCARD              (1ULL << 58)
 #define FI_SELECTIVE_COMPLETION (1ULL << 59)
+/* fi_av_insert (API 2.x): the addresses are authorization keys. */
+#define FI_AUTH_KEY (1ULL << 57)
 
 /*
  * ---- Mode bits --------------------------------------------------------------
@@ -207,6 +219,8 @@ enum {
 	FI_ADDR_PSMX3,
 	FI_ADDR_OPX,
 	FI_ADDR_CXI,
+	FI_ADDR_UCX,    /* API 2.x */
+	FI_SOCKADDR_IP, /* API 2.x: FI_SOCKADDR_IN or FI_SOCKADDR_IN6 */
 };
 
 /* Address-vector handle of a peer, and the "none" values for it and MR keys. */
@@ -216,6 +230,8 @@ typedef uint64_t fi_addr_t;
 #define FI_ADDR_NOTAVAIL  ((uint64_t)-1)
 #define FI_KEY_NOTAVAIL   ((uint64_t)-1)
 #define FI_SHARED_CONTEXT SIZE_MAX
+/* API 2.x: an endpoint's auth_key_size that means "the AV's keys". */
+#define FI_AV_AUTH_KEY SIZE_MAX
 
 /* Element of an atomic operand list: count datatype-sized items at addr. */
 struct fi_ioc {
@@ -249,7 +265,12 @@ enum fi_mr_mode {
 #define FI_MR_HMEM       (1 << 10)
 #define FI_MR_COLLECTIVE (1 << 11)
 
-enum fi_progress { FI_PROGRESS_UNSPEC, FI_PROGRESS_AUTO, FI_PROGRESS_MANUAL };
+enum fi_progress {
+	FI_PROGRESS_UNSPEC,
+	FI_PROGRESS_AUTO,
+	FI_PROGRESS_MANUAL,
+	FI_PROGRESS_CONTROL_UNIFIED, /* API 2.x: control progress rides data's */
+};
 
 enum fi_threading {
 	FI_THREAD_UNSPEC,
@@ -331,6 +352,21 @@ enum {
 	FI_PROTO_OPX,
 	FI_PROTO_CXI,
 	FI_PROTO_XNET,
+	/* API 2.x */
+	FI_PROTO_COLL,
+	FI_PROTO_UCX,
+	FI_PROTO_SM2,
+	FI_PROTO_CXI_RNR,
+	FI_PROTO_LPP,
+	FI_PROTO_LNX,
+};
+
+/* API 2.x: tag formats (ep_attr::mem_tag_format may name one). */
+enum {
+	FI_TAG_BITS,
+	FI_TAG_MPI,
+	FI_TAG_CCL,
+	FI_TAG_MAX_FORMAT = (1ULL << 16),
 };
 
 /*
@@ -409,7 +445,11 @@ struct fi_domain_attr {
 	char *name;
 	enum fi_threading threading;
 	enum fi_progress control_progress;
-	enum fi_progress data_progress;
+	/* API 2.x names the field progress; both are the same storage. */
+	union {
+		enum fi_progress data_progress;
+		enum fi_progress progress;
+	};
 	enum fi_resource_mgmt resource_mgmt;
 	enum fi_av_type av_type;
 	int mr_mode; /* FI_MR_* bits, see enum fi_mr_mode */
@@ -432,6 +472,13 @@ struct fi_domain_attr {
 	size_t max_err_data;
 	size_t mr_cnt;
 	uint32_t tclass;
+	/* Appended by later APIs (symbol versions FABRIC_1.7, 1.8, 1.9): a
+	 * binary built against older headers has a shorter structure, which
+	 * its versioned entry points never read or write past. */
+	size_t max_ep_auth_key;
+	uint32_t max_group_id;
+	uint64_t max_cntr_value;
+	uint64_t max_err_cntr_value;
 };
 
 struct fi_fabric_attr {
@@ -539,6 +586,8 @@ enum {
 	FI_CLASS_LOG,
 	FI_CLASS_PEER_AV,
 	FI_CLASS_PEER_AV_SET,
+	FI_CLASS_PEER_CNTR, /* API 2.x */
+	FI_CLASS_PROFILE,   /* API 2.x */
 };
 
 /*
@@ -606,6 +655,10 @@ struct fid_fabric {
 };
 
 int fi_fabric(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context);
+/* Opens the fabric an fi_info entry from fi_getinfo names (API 2.0);
+ * flags must be 0. */
+int fi_fabric2(struct fi_info *info, struct fid_fabric **fabric, uint64_t flags,
+               void *context);
 
 /* Opens a library-level object by name (e.g. "mr_cache", "logging"). */
 int fi_open(uint32_t version, const char *name, void *attr, size_t attr_len,
@@ -648,6 +701,7 @@ enum {
 	FI_GET_VAL,     /* struct fi_fid_var */
 	FI_SET_VAL,     /* struct fi_fid_var */
 	FI_EXPORT_FID,  /* struct fi_fid_export */
+	FI_GET_FD,      /* int (API 2.x) */
 };
 
 struct fi_alias {
@@ -758,6 +812,14 @@ enum fi_type {
 	FI_TYPE_CQ_FORMAT,
 	FI_TYPE_LOG_LEVEL,
 	FI_TYPE_LOG_SUBSYS,
+	/* API 2.x */
+	FI_TYPE_AV_ATTR,
+	FI_TYPE_CQ_ATTR,
+	FI_TYPE_MR_ATTR,
+	FI_TYPE_CNTR_ATTR,
+	FI_TYPE_CQ_ERR_ENTRY,
+	FI_TYPE_CQ_WAIT_COND,
+	FI_TYPE_WAIT_OBJ,
 };
 
 /* fi_tostr uses one static buffer (not thread safe); fi_tostr_r writes into

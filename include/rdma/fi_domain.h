@@ -32,6 +32,11 @@ extern "C" {
 #define FI_SCATTER_SET        (1ULL << 47)
 #define FI_GATHER_SET         (1ULL << 48)
 
+/* fi_mr_regattr flags (API 2.x): the region is a dma-buf (fi_mr_attr gains
+ * a struct fi_mr_dmabuf in 2.x), and one use only. */
+#define FI_MR_DMABUF     (1ULL << 40)
+#define FI_MR_SINGLE_USE (1ULL << 41)
+
 struct fi_av_attr {
 	enum fi_av_type type;
 	int rx_ctx_bits;

@@ -45,6 +45,18 @@ enum {
 	FI_OPT_RX_SIZE,        /* size_t */
 	FI_OPT_FI_HMEM_P2P,    /* int: one of the FI_HMEM_P2P_* values below */
 	FI_OPT_XPU_TRIGGER,    /* struct fi_trigger_xpu (fi_trigger.h) */
+	/* API 2.x */
+	FI_OPT_CUDA_API_PERMITTED,      /* bool */
+	FI_OPT_SHARED_MEMORY_PERMITTED, /* bool */
+	FI_OPT_MAX_MSG_SIZE,            /* size_t */
+	FI_OPT_MAX_TAGGED_SIZE,         /* size_t */
+	FI_OPT_MAX_RMA_SIZE,            /* size_t */
+	FI_OPT_MAX_ATOMIC_SIZE,         /* size_t */
+	FI_OPT_INJECT_MSG_SIZE,         /* size_t */
+	FI_OPT_INJECT_TAGGED_SIZE,      /* size_t */
+	FI_OPT_INJECT_RMA_SIZE,         /* size_t */
+	FI_OPT_INJECT_ATOMIC_SIZE,      /* size_t */
+	FI_OPT_FIREWALL_ADDR,           /* bool */
 };
 
 /* How an endpoint may use peer-to-peer transfers for device (FI_HMEM)

@@ -10,6 +10,11 @@
 extern "C" {
 #endif
 
+/* API 2.x's FI_TAG_MPI format: a 32-bit MPI tag, then an 8-bit payload id;
+ * these ignore masks leave out one or the other. */
+#define FI_MPI_IGNORE_TAG     ((uint64_t)UINT32_MAX)
+#define FI_MPI_IGNORE_PAYLOAD ((uint64_t)UINT8_MAX << 32)
+
 /* One fi_tsendmsg/fi_trecvmsg request.  A receive matches an incoming tag t
  * when (t | ignore) == (tag | ignore); senders leave ignore at zero. */
 struct fi_msg_tagged {

@@ -1,9 +1,11 @@
 /* compat.c - entry points for binaries built against older libfabric
- * headers (symbol versions FABRIC_1.0 to 1.2).  Their fi_info and
- * attribute structures are prefixes of today's: fields were only ever
- * appended.  Input from such a binary is copied into zeroed current
- * structures; output in the current layout is a superset the old binary
- * reads correctly. */
+ * headers (symbol versions FABRIC_1.0 to 1.8; 1.9 is the current one).
+ * Their fi_info and attribute structures are prefixes of today's: fields
+ * were only ever appended.  Input from such a binary is copied into zeroed
+ * current structures, so nothing past the end of its structures is read;
+ * output is in the current layout with the fields its version lacks left
+ * zero, a superset the old binary reads correctly and never has to write
+ * past. */
 #include <stddef.h>
 #include <string.h>
 
@@ -23,21 +25,51 @@ static const struct lm_abi abi_1_0 = {
 	.fabric = offsetof(struct fi_fabric_attr, api_version),
 };
 
+/* 1.1 and 1.2 have no traffic class (tx_attr and domain_attr tclass). */
 static const struct lm_abi abi_1_1 = {
 	.info = offsetof(struct fi_info, nic),
-	.tx = sizeof(struct fi_tx_attr),
+	.tx = offsetof(struct fi_tx_attr, tclass),
 	.rx = sizeof(struct fi_rx_attr),
 	.ep = sizeof(struct fi_ep_attr),
-	.domain = sizeof(struct fi_domain_attr),
+	.domain = offsetof(struct fi_domain_attr, tclass),
 	.fabric = sizeof(struct fi_fabric_attr),
 };
 
 static const struct lm_abi abi_1_2 = {
 	.info = sizeof(struct fi_info),
+	.tx = offsetof(struct fi_tx_attr, tclass),
+	.rx = sizeof(struct fi_rx_attr),
+	.ep = sizeof(struct fi_ep_attr),
+	.domain = offsetof(struct fi_domain_attr, tclass),
+	.fabric = sizeof(struct fi_fabric_attr),
+};
+
+/* 1.3 (libfabric 1.5 to 1.19) ends fi_domain_attr at tclass; 1.7 adds
+ * max_ep_auth_key, 1.8 max_group_id, 1.9 the counter limits. */
+static const struct lm_abi abi_1_3 = {
+	.info = sizeof(struct fi_info),
 	.tx = sizeof(struct fi_tx_attr),
 	.rx = sizeof(struct fi_rx_attr),
 	.ep = sizeof(struct fi_ep_attr),
-	.domain = sizeof(struct fi_domain_attr),
+	.domain = offsetof(struct fi_domain_attr, max_ep_auth_key),
+	.fabric = sizeof(struct fi_fabric_attr),
+};
+
+static const struct lm_abi abi_1_7 = {
+	.info = sizeof(struct fi_info),
+	.tx = sizeof(struct fi_tx_attr),
+	.rx = sizeof(struct fi_rx_attr),
+	.ep = sizeof(struct fi_ep_attr),
+	.domain = offsetof(struct fi_domain_attr, max_group_id),
+	.fabric = sizeof(struct fi_fabric_attr),
+};
+
+static const struct lm_abi abi_1_8 = {
+	.info = sizeof(struct fi_info),
+	.tx = sizeof(struct fi_tx_attr),
+	.rx = sizeof(struct fi_rx_attr),
+	.ep = sizeof(struct fi_ep_attr),
+	.domain = offsetof(struct fi_domain_attr, max_cntr_value),
 	.fabric = sizeof(struct fi_fabric_attr),
 };
 
@@ -71,6 +103,28 @@ static struct fi_info *dup_old(const void *old, const struct lm_abi *abi)
 	return lm_info_dup(&info);
 }
 
+#define ZERO_TAIL(ptr, len)                                                              \
+	do {                                                                             \
+		if (ptr)                                                                 \
+			memset((char *)(ptr) + (len), 0, sizeof(*(ptr)) - (len));        \
+	} while (0)
+
+/* Answers for an old binary carry none of the fields appended since 1.1
+ * that its layout lacks (traffic classes, the domain's later limits): a
+ * value it cannot see must not steer a later call it makes with the
+ * answer.  The 1.0 prefixes end before fields that hold pointers the
+ * answer owns, which stay. */
+static void trim_list(struct fi_info *list, const struct lm_abi *abi)
+{
+	size_t tx = LM_MAX(abi->tx, offsetof(struct fi_tx_attr, tclass));
+	size_t dom = LM_MAX(abi->domain, offsetof(struct fi_domain_attr, tclass));
+
+	for (struct fi_info *i = list; i; i = i->next) {
+		ZERO_TAIL(i->tx_attr, tx);
+		ZERO_TAIL(i->domain_attr, dom);
+	}
+}
+
 static int getinfo_old(const struct lm_abi *abi, uint32_t version, const char *node,
 		       const char *service, uint64_t flags, const void *hints,
 		       struct fi_info **info)
@@ -85,6 +139,8 @@ static int getinfo_old(const struct lm_abi *abi, uint32_t version, const char *n
 	}
 	ret = lm_getinfo(version, node, service, flags, h, info);
 	lm_info_free(h);
+	if (!ret)
+		trim_list(*info, abi);
 	return ret;
 }
 
@@ -115,6 +171,9 @@ static int getinfo_old(const struct lm_abi *abi, uint32_t version, const char *n
 LM_COMPAT_ABI(v10, abi_1_0, FABRIC_1.0);
 LM_COMPAT_ABI(v11, abi_1_1, FABRIC_1.1);
 LM_COMPAT_ABI(v12, abi_1_2, FABRIC_1.2);
+LM_COMPAT_ABI(v13, abi_1_3, FABRIC_1.3);
+LM_COMPAT_ABI(v17, abi_1_7, FABRIC_1.7);
+LM_COMPAT_ABI(v18, abi_1_8, FABRIC_1.8);
 
 /* fi_fabric@FABRIC_1.0 predates fi_fabric_attr.api_version: such callers
  * speak API 1.0. */

@@ -11,11 +11,15 @@ LM_EXPORT uint32_t fi_version(void)
 	return LM_VERSION_CURRENT;
 }
 
-/* loom speaks every 1.x API and the 2.x line that extends it. */
+/* loom speaks every 1.x API and the 2.x line that extends it, up to 2.6
+ * (as libfabric 2.6, any version up to its own). */
 static bool version_ok(uint32_t version)
 {
-	return FI_MAJOR(version) == 1 || FI_MAJOR(version) == 2;
+	return FI_MAJOR(version) >= 1 && version <= FI_VERSION(2, 6);
 }
+
+/* What fi_getinfo's flags may hold. */
+#define GETINFO_FLAGS (FI_NUMERICHOST | FI_SOURCE | FI_PROV_ATTR_ONLY | FI_RESCAN)
 
 /* hints->fabric_attr->prov_name may name a layered stack ("tcp;ofi_rxm"):
  * loom's providers serve every endpoint type themselves, so the stack is
@@ -35,15 +39,16 @@ static bool prov_named(const char *names, const char *name)
 
 static bool hints_valid(const struct fi_info *h)
 {
-	if (h->src_addrlen && !h->src_addr)
-		return false;
-	if (h->dest_addrlen && !h->dest_addr)
-		return false;
+	if (!h->src_addrlen != !h->src_addr || !h->dest_addrlen != !h->dest_addr)
+		return false; /* an address comes with its length */
 	if (h->ep_attr && h->ep_attr->auth_key_size && !h->ep_attr->auth_key)
 		return false;
 	if (h->domain_attr && h->domain_attr->auth_key_size && !h->domain_attr->auth_key)
 		return false;
 	if (h->ep_attr && (unsigned)h->ep_attr->type > FI_EP_SOCK_DGRAM)
+		return false;
+	if (h->domain_attr && ((unsigned)h->domain_attr->threading > FI_THREAD_ENDPOINT ||
+	                       (unsigned)h->domain_attr->av_type > FI_AV_TABLE))
 		return false;
 	return true;
 }
@@ -113,6 +118,8 @@ int lm_getinfo(uint32_t version, const char *node, const char *service, uint64_t
 			FI_MAJOR(version), FI_MINOR(version));
 		return -FI_ENOSYS;
 	}
+	if (flags & ~GETINFO_FLAGS)
+		return -FI_EBADFLAGS;
 	if ((flags & FI_SOURCE) && !node && !service)
 		return -FI_EINVAL;
 	if (hints && !hints_valid(hints))
@@ -159,47 +166,89 @@ int lm_getinfo(uint32_t version, const char *node, const char *service, uint64_t
 	return 0;
 }
 
-int lm_getinfo_v13(uint32_t version, const char *node, const char *service,
+/* fi_getinfo@@FABRIC_1.9: the current layout, fi_domain_attr with the
+ * counter limits; older versions are in compat.c. */
+int lm_getinfo_v19(uint32_t version, const char *node, const char *service,
 		   uint64_t flags, const struct fi_info *hints, struct fi_info **info);
-LM_EXPORT int lm_getinfo_v13(uint32_t version, const char *node, const char *service,
+LM_EXPORT int lm_getinfo_v19(uint32_t version, const char *node, const char *service,
 			     uint64_t flags, const struct fi_info *hints,
 			     struct fi_info **info)
 {
 	return lm_getinfo(version, node, service, flags, hints, info);
 }
-LM_SYMVER_DEFAULT(lm_getinfo_v13, fi_getinfo, FABRIC_1.3);
+LM_SYMVER_DEFAULT(lm_getinfo_v19, fi_getinfo, FABRIC_1.9);
 
-int lm_fabric(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context)
+/* The provider that serves a fabric named by prov_name, which may be a
+ * layered name from an older libfabric ("tcp;ofi_rxm"). */
+static struct fi_provider *fabric_prov(const char *prov_name)
 {
 	struct fi_provider *prov;
-	int ret;
+	const char *semi;
+	char first[64];
+	size_t n;
 
-	if (!attr || !fabric || !attr->prov_name || !attr->name)
-		return -FI_EINVAL;
 	lm_init();
-	prov = lm_prov_find(attr->prov_name);
-	if (!prov) {
-		/* A layered name from an older libfabric ("tcp;ofi_rxm"). */
-		char *semi = strchr(attr->prov_name, ';');
+	prov = lm_prov_find(prov_name);
+	if (prov)
+		return prov;
+	semi = strchr(prov_name, ';');
+	if (!semi)
+		return NULL;
+	n = (size_t)(semi - prov_name);
+	if (n >= sizeof(first))
+		return NULL;
+	memcpy(first, prov_name, n);
+	first[n] = '\0';
+	return lm_prov_find(first);
+}
 
-		if (semi) {
-			char first[64];
-			size_t n = (size_t)(semi - attr->prov_name);
+static int open_fabric(struct fi_provider *prov, struct fi_fabric_attr *attr,
+		       struct fid_fabric **fabric, void *context)
+{
+	int ret = prov->fabric(attr, fabric, context);
 
-			if (n < sizeof(first)) {
-				memcpy(first, attr->prov_name, n);
-				first[n] = '\0';
-				prov = lm_prov_find(first);
-			}
-		}
-	}
-	if (!prov)
-		return -FI_ENODATA;
-	ret = prov->fabric(attr, fabric, context);
 	if (!ret && *fabric)
 		(*fabric)->api_version = attr->api_version ? attr->api_version
 							    : LM_VERSION_CURRENT;
 	return ret;
+}
+
+int lm_fabric(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context)
+{
+	struct fi_provider *prov;
+
+	if (!attr || !fabric || !attr->prov_name || !attr->name)
+		return -FI_EINVAL;
+	prov = fabric_prov(attr->prov_name);
+	if (!prov)
+		return -FI_ENODATA;
+	return open_fabric(prov, attr, fabric, context);
+}
+
+/* fi_fabric2 (API 2.0, FABRIC_1.8): the fabric of an fi_getinfo answer.
+ * No flags are defined.  As in libfabric, a provider the entry names that
+ * is not loaded is -FI_ENODEV (fi_fabric says -FI_ENODATA). */
+LM_EXPORT int fi_fabric2(struct fi_info *info, struct fid_fabric **fabric, uint64_t flags,
+			 void *context)
+{
+	struct fi_fabric_attr attr;
+	struct fi_provider *prov;
+
+	if (!info || !fabric || flags || !info->fabric_attr ||
+	    !info->fabric_attr->prov_name || !info->fabric_attr->name) {
+		LM_INFO(&lm_core_prov, FI_LOG_CORE, "fi_fabric2: invalid arguments\n");
+		return -FI_EINVAL;
+	}
+	prov = fabric_prov(info->fabric_attr->prov_name);
+	if (!prov) {
+		LM_INFO(&lm_core_prov, FI_LOG_CORE, "fi_fabric2: no provider %s\n",
+			info->fabric_attr->prov_name);
+		return -FI_ENODEV;
+	}
+	/* The provider reads the attributes only; a copy keeps the entry's
+	 * own untouched whatever it does. */
+	attr = *info->fabric_attr;
+	return open_fabric(prov, &attr, fabric, context);
 }
 
 int lm_fabric_v11(struct fi_fabric_attr *attr, struct fid_fabric **fabric,

@@ -142,17 +142,19 @@ struct fi_info *lm_info_dup(const struct fi_info *info)
 	return dup;
 }
 
-struct fi_info *lm_dupinfo_v13(const struct fi_info *info);
-void lm_freeinfo_v13(struct fi_info *info);
+/* fi_dupinfo and fi_freeinfo @@FABRIC_1.9: the current layout; older
+ * versions are in compat.c. */
+struct fi_info *lm_dupinfo_v19(const struct fi_info *info);
+void lm_freeinfo_v19(struct fi_info *info);
 
-LM_EXPORT struct fi_info *lm_dupinfo_v13(const struct fi_info *info)
+LM_EXPORT struct fi_info *lm_dupinfo_v19(const struct fi_info *info)
 {
 	return lm_info_dup(info);
 }
-LM_SYMVER_DEFAULT(lm_dupinfo_v13, fi_dupinfo, FABRIC_1.3);
+LM_SYMVER_DEFAULT(lm_dupinfo_v19, fi_dupinfo, FABRIC_1.9);
 
-LM_EXPORT void lm_freeinfo_v13(struct fi_info *info)
+LM_EXPORT void lm_freeinfo_v19(struct fi_info *info)
 {
 	lm_info_free(info);
 }
-LM_SYMVER_DEFAULT(lm_freeinfo_v13, fi_freeinfo, FABRIC_1.3);
+LM_SYMVER_DEFAULT(lm_freeinfo_v19, fi_freeinfo, FABRIC_1.9);

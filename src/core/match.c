@@ -174,8 +174,13 @@ static int match_domain(const struct fi_info *tmpl, const struct fi_info *hints,
 	    h->max_ep_stx_ctx > p->max_ep_stx_ctx ||
 	    h->max_ep_srx_ctx > p->max_ep_srx_ctx || h->mr_iov_limit > p->mr_iov_limit ||
 	    h->mr_cnt > p->mr_cnt || h->max_err_data > p->max_err_data ||
-	    h->auth_key_size > p->auth_key_size)
+	    h->auth_key_size > p->auth_key_size ||
+	    h->max_ep_auth_key > p->max_ep_auth_key || h->max_group_id > p->max_group_id)
 		REJECT("a domain resource count exceeds the provider's");
+	/* The answer's limits, which lm_info_match filled in. */
+	if (h->max_cntr_value > o->max_cntr_value ||
+	    h->max_err_cntr_value > o->max_err_cntr_value)
+		REJECT("counter values above the provider's limit asked for");
 	if (!caps_ok(h->caps, p->caps, ALL_MODIFIERS))
 		REJECT("domain caps 0x%llx not supported", (unsigned long long)h->caps);
 	o->caps = h->caps ? narrow_caps(h->caps, p->caps, ALL_MODIFIERS) : p->caps;
@@ -387,6 +392,12 @@ int lm_info_match(uint32_t version, const struct fi_info *tmpl,
 	o = lm_info_dup(tmpl);
 	if (!o)
 		return -FI_ENOMEM;
+	/* Counters of providers built on util hold 64-bit values (API 2.x
+	 * reports the limit; a template that says nothing gets util's). */
+	if (!o->domain_attr->max_cntr_value)
+		o->domain_attr->max_cntr_value = UINT64_MAX;
+	if (!o->domain_attr->max_err_cntr_value)
+		o->domain_attr->max_err_cntr_value = UINT64_MAX;
 	if (hints) {
 		ret = match_top(tmpl, hints, o);
 		if (!ret)

@@ -40,6 +40,15 @@ static int tp_getinfo(uint32_t version, const char *node, const char *service,
 	fi->domain_attr->data_progress = FI_PROGRESS_MANUAL;
 	fi->domain_attr->resource_mgmt = FI_RM_ENABLED;
 	fi->domain_attr->av_type = FI_AV_UNSPEC;
+	/* Fields of the later ABI versions, each its own value, so that
+	 * abi_compat sees which ones an entry point of an older version
+	 * hands out. */
+	fi->tx_attr->tclass = FI_TC_BULK_DATA;
+	fi->domain_attr->tclass = FI_TC_LOW_LATENCY;
+	fi->domain_attr->max_ep_auth_key = 3;
+	fi->domain_attr->max_group_id = 5;
+	fi->domain_attr->max_cntr_value = 1000;
+	fi->domain_attr->max_err_cntr_value = 100;
 	fi->domain_attr->name = strdup("loomtest0");
 	fi->fabric_attr->name = strdup("loomtest");
 	fi->fabric_attr->prov_name = strdup("loomtest");

@@ -493,6 +493,42 @@ static void test_domain_attrs(void)
 	fi_freeinfo(hints);
 }
 
+/* The domain limits API 1.20-2.x appended: a template that leaves the
+ * counter limits 0 gets util's 64-bit ones; a hint above the provider's
+ * limit (auth keys, groups: none here) finds nothing. */
+static void test_domain_limits(void)
+{
+	struct fi_info *hints = fi_allocinfo(), *info;
+	int ret;
+
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->domain_attr->mr_mode = ALPHA_MR;
+	info = get(FI_VERSION(2, 0), hints, &ret);
+	CHECK_INT(count(info), 1);
+	if (info) {
+		CHECK_HEX(info->domain_attr->max_cntr_value, UINT64_MAX);
+		CHECK_HEX(info->domain_attr->max_err_cntr_value, UINT64_MAX);
+		CHECK_INT(info->domain_attr->max_ep_auth_key, 0);
+		CHECK_INT(info->domain_attr->max_group_id, 0);
+	}
+	fi_freeinfo(info);
+	hints->domain_attr->max_cntr_value = 1000;
+	hints->domain_attr->max_err_cntr_value = 10;
+	info = get(FI_VERSION(2, 0), hints, &ret);
+	CHECK_INT(count(info), 1);
+	if (info)
+		CHECK_HEX(info->domain_attr->max_cntr_value, UINT64_MAX);
+	fi_freeinfo(info);
+	hints->domain_attr->max_ep_auth_key = 1;
+	info = get(FI_VERSION(2, 0), hints, &ret);
+	CHECK_INT(ret, -FI_ENODATA);
+	hints->domain_attr->max_ep_auth_key = 0;
+	hints->domain_attr->max_group_id = 1;
+	info = get(FI_VERSION(2, 0), hints, &ret);
+	CHECK_INT(ret, -FI_ENODATA);
+	fi_freeinfo(hints);
+}
+
 static void test_provider_selection(void)
 {
 	struct fi_info *hints = fi_allocinfo(), *info;
@@ -628,6 +664,30 @@ static void test_fabric_and_open(void)
 	CHECK(fake_fabric.fid.context == &ctx);
 	CHECK_HEX(fake_fabric.api_version, FI_VERSION(1, 9));
 
+	/* fi_fabric2: the fabric an answer names, at the answer's version. */
+	{
+		struct fi_info *hints = fi_allocinfo(), *info;
+		int ret;
+
+		hints->ep_attr->type = FI_EP_MSG;
+		hints->mode = FI_CONTEXT;
+		hints->domain_attr->mr_mode = FI_MR_LOCAL;
+		info = get(FI_VERSION(2, 0), hints, &ret);
+		CHECK_STR(prov_of(info), "beta");
+		if (info) {
+			fab = NULL;
+			CHECK_INT(fi_fabric2(info, &fab, 0, &ctx), 0);
+			CHECK_INT(fabric_calls, 2);
+			CHECK(fab == &fake_fabric);
+			CHECK_HEX(fake_fabric.api_version, FI_VERSION(2, 0));
+			CHECK_INT(fi_fabric2(info, &fab, 1, &ctx), -FI_EINVAL);
+			CHECK_INT(fi_fabric2(NULL, &fab, 0, &ctx), -FI_EINVAL);
+			CHECK_INT(fabric_calls, 2);
+		}
+		fi_freeinfo(info);
+		fi_freeinfo(hints);
+	}
+
 	CHECK_INT(fi_open(FI_VERSION(1, 17), "mr_cache", NULL, 0, 0, &fid, NULL),
 		  -FI_ENOSYS);
 	CHECK_INT(fi_open(FI_VERSION(1, 17), NULL, NULL, 0, 0, &fid, NULL), -FI_EINVAL);
@@ -740,6 +800,7 @@ int main(void)
 	test_mr_mode();
 	test_mr_preferred();
 	test_domain_attrs();
+	test_domain_limits();
 	test_provider_selection();
 	test_bad_input();
 	test_dupinfo();
