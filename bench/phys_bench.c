@@ -85,7 +85,7 @@ static long iters_for(const struct cfg *c, size_t size)
 }
 
 /* Polls between two looks at the clock while waiting: reading it on every
- * poll made the raw ping-pong 4 % slower here, a floor set too high. */
+ * poll slowed the raw ping-pong measurably, a floor set too high. */
 #define CLOCK_EVERY 4096
 
 /* Sockets are polled without blocking, as the fabric providers poll their

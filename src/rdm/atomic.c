@@ -123,12 +123,18 @@ struct atomic_args {
 	bool inject_call;
 };
 
-/* Element total of an ioc vector, as bytes of sz; the vector as iovecs. */
-static size_t ioc_to_iov(const struct fi_ioc *ioc, size_t n, size_t sz, struct iovec *out)
+/* Element total of an ioc vector, as bytes of sz; the vector as iovecs.
+ * SIZE_MAX when an entry has elements but no buffer (and the buffer is
+ * used: an FI_ATOMIC_READ's operands are not), or the total overflows. */
+static size_t ioc_to_iov(const struct fi_ioc *ioc, size_t n, size_t sz, struct iovec *out,
+                         bool used)
 {
 	size_t total = 0;
 
 	for (size_t i = 0; i < n; i++) {
+		if ((used && ioc[i].count && !ioc[i].addr) ||
+		    ioc[i].count > (SIZE_MAX / 2 - total) / (sz ? sz : 1))
+			return SIZE_MAX;
 		out[i].iov_base = ioc[i].addr;
 		out[i].iov_len = ioc[i].count * sz;
 		total += ioc[i].count;
@@ -147,6 +153,8 @@ static ssize_t atomic_post(struct lm_rdm_ctx *ctx, enum lm_atomic_kind kind,
 	struct lm_rdm_tx *tx;
 	ssize_t ret = 0;
 
+	if (a->flags & LM_BAD_OP_FLAGS)
+		return -FI_EBADFLAGS;
 	if (a->count > LM_IOV_LIMIT || a->cmp_count > LM_IOV_LIMIT ||
 	    a->res_count > LM_IOV_LIMIT || (a->count && !a->iov) ||
 	    (a->cmp_count && !a->cmp) || (a->res_count && !a->res))
@@ -154,14 +162,16 @@ static ssize_t atomic_post(struct lm_rdm_ctx *ctx, enum lm_atomic_kind kind,
 	if ((unsigned)a->dt > 0xff || (unsigned)a->op > 0xff ||
 	    !lm_atomic_valid(a->dt, a->op, kind))
 		return -FI_EOPNOTSUPP;
-	nelem = ioc_to_iov(a->iov, a->count, sz, ops);
+	nelem = ioc_to_iov(a->iov, a->count, sz, ops, send_ops);
+	if (nelem == SIZE_MAX)
+		return -FI_EINVAL;
 	if (nelem > lm_rdm_atomic_max(ep, a->dt, kind == LM_ATOMIC_COMPARE))
 		return -FI_EMSGSIZE;
 	bytes = nelem * sz;
 	if (kind == LM_ATOMIC_COMPARE &&
-	    ioc_to_iov(a->cmp, a->cmp_count, sz, cmps) != nelem)
+	    ioc_to_iov(a->cmp, a->cmp_count, sz, cmps, true) != nelem)
 		return -FI_EINVAL;
-	if (kind != LM_ATOMIC_BASE && ioc_to_iov(a->res, a->res_count, sz, res) != nelem)
+	if (kind != LM_ATOMIC_BASE && ioc_to_iov(a->res, a->res_count, sz, res, true) != nelem)
 		return -FI_EINVAL;
 	plen = (send_ops ? bytes : 0) + (kind == LM_ATOMIC_COMPARE ? bytes : 0);
 	off = kind == LM_ATOMIC_BASE ? 0 : RES_AREA;

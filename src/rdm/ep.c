@@ -362,19 +362,33 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	}
 }
 
+/* Does each direction the endpoint's caps use have somewhere to report:
+ * a CQ, or a counter of that side?  Initiating (messages, RMA, atomics)
+ * is the transmit side; receiving messages the receive side.  Without,
+ * its completions would have nowhere to go (fi_enable: -FI_ENOCQ). */
+static bool ep_reports(const struct lm_rdm_ep *ep)
+{
+	uint64_t caps = ep->caps;
+	bool dirs = caps & (FI_SEND | FI_RECV | FI_READ | FI_WRITE);
+	bool tx = (caps & (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC)) &&
+	          (!dirs || (caps & (FI_SEND | FI_READ | FI_WRITE)));
+	bool rx = (caps & (FI_MSG | FI_TAGGED)) && (!dirs || (caps & FI_RECV));
+
+	if (tx && !ep->tx_cq && !ep->cntr[LM_CNTR_SEND] && !ep->cntr[LM_CNTR_READ] &&
+	    !ep->cntr[LM_CNTR_WRITE])
+		return false;
+	return !rx || ep->rx_cq || ep->cntr[LM_CNTR_RECV];
+}
+
 /* Under ep->lock: 1 when newly enabled (the caller then adds the hooks,
  * outside the lock), 0 when it already was, or a negative error. */
 static int ep_enable(struct lm_rdm_ep *ep)
 {
-	bool any_cntr = false;
-
 	if (ep->enabled)
 		return 0;
 	if (!ep->av && !ep->connected)
 		return -FI_ENOAV;
-	for (int i = 0; i < LM_CNTR_MAX; i++)
-		any_cntr |= ep->cntr[i] != NULL;
-	if (!ep->tx_cq && !ep->rx_cq && !any_cntr)
+	if (!ep_reports(ep))
 		return -FI_ENOCQ;
 	hooks_prepare(ep);
 	ep->enabled = true;
@@ -512,6 +526,8 @@ static int ep_control(struct fid *fid, int command, void *arg)
 	case FI_SETOPSFLAG:
 		if (!flags)
 			return -FI_EINVAL;
+		if (*flags & LM_BAD_OP_FLAGS)
+			return -FI_EBADFLAGS;
 		if ((*flags & FI_TRANSMIT) && (*flags & FI_RECV))
 			return -FI_EINVAL;
 		if (*flags & FI_TRANSMIT)
@@ -848,6 +864,13 @@ int lm_rdm_endpoint(struct fid_domain *domain, struct fi_info *info,
 
 	if (!info || !ep_fid || !info->ep_attr ||
 	    (info->ep_attr->type != FI_EP_RDM && info->ep_attr->type != FI_EP_MSG))
+		return -FI_EINVAL;
+	/* Only what fi_getinfo could have offered: caps that exist, iovs
+	 * within the engine's limit. */
+	if ((info->caps & ~(LM_PRIMARY_CAPS | LM_SECONDARY_CAPS | LM_MSG_MODIFIERS |
+	                     LM_RMA_MODIFIERS)) ||
+	    (info->tx_attr && info->tx_attr->iov_limit > LM_IOV_LIMIT) ||
+	    (info->rx_attr && info->rx_attr->iov_limit > LM_IOV_LIMIT))
 		return -FI_EINVAL;
 	ep = calloc(1, sizeof(*ep));
 	if (!ep)

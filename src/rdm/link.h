@@ -126,14 +126,13 @@ struct lm_link_ops {
 	 * error as send. */
 	ssize_t (*send_many)(struct lm_link *link, struct lm_link_peer *peer,
 	                     const struct lm_link_pkt *pkts, size_t count);
-	/* Optional, for a link whose packets, once taken, may still die
-	 * with this process: in its own buffers, or in a kernel queue that
-	 * a crash throws away (a TCP socket closed with unread data resets
-	 * the connection and drops what it had not sent).  mark: where the
-	 * packets taken so far for peer end, 0 when none can be lost so;
-	 * delivered: whether the peer's side now holds everything up to
-	 * such a mark.  What completes once its packet is out waits for
-	 * that.  A link whose taken packets are safe leaves both NULL. */
+	/* Optional, for a link that may take a packet only in part and
+	 * keep the rest in this process's own buffers, where it dies with
+	 * the process.  mark: where the packets taken so far for peer end,
+	 * 0 when none waits so; delivered: whether everything up to such a
+	 * mark has left the process (into the transport).  What completes
+	 * once its packet is out waits for that.  A link whose taken
+	 * packets are out at once leaves both NULL. */
 	uint64_t (*mark)(struct lm_link *link, struct lm_link_peer *peer);
 	bool (*delivered)(struct lm_link *link, struct lm_link_peer *peer, uint64_t mark);
 

@@ -928,11 +928,20 @@ static LM_HOT_INLINE ssize_t post_recv(struct lm_rdm_ep *ep, const struct iovec 
 
 	size_t total = 0;
 
-	/* A peek, or a claim that discards, names no buffer to fill. */
-	if (!lm_iov_valid(iov, count, &total) && !(flags & (FI_PEEK | FI_DISCARD)))
-		return -FI_EINVAL;
 	if (count > LM_IOV_LIMIT || (count && !iov))
 		return -FI_EINVAL;
+	/* A NULL buffer is room for no bytes (programs post them, with a
+	 * length, for empty messages, as libfabric allows): a message with
+	 * data ends truncated.  A total that wraps is refused. */
+	for (size_t i = 0; i < count; i++) {
+		size_t len = iov[i].iov_base ? iov[i].iov_len : 0;
+
+		if (len > SIZE_MAX - total)
+			return -FI_EINVAL;
+		total += len;
+	}
+	if (flags & LM_BAD_OP_FLAGS)
+		return -FI_EBADFLAGS;
 	if ((flags & FI_MULTI_RECV) && count != 1)
 		return -FI_EINVAL;
 	lm_lock_acquire(&ep->lock);
@@ -942,6 +951,11 @@ static LM_HOT_INLINE ssize_t post_recv(struct lm_rdm_ep *ep, const struct iovec 
 	}
 	if (!(ep->caps & FI_DIRECTED_RECV))
 		src = FI_ADDR_UNSPEC;
+	/* A directed receive names a peer of the AV. */
+	if (src != FI_ADDR_UNSPEC && !ep->connected && !lm_av_addr(ep->av, src)) {
+		ret = -FI_EINVAL;
+		goto out;
+	}
 	if (tagged && (flags & FI_PEEK)) {
 		struct fi_msg_tagged msg = {
 		    .addr = src, .tag = tag, .ignore = ignore, .context = context};
@@ -980,6 +994,8 @@ static LM_HOT_INLINE ssize_t post_recv(struct lm_rdm_ep *ep, const struct iovec 
 	rx->e.context = context;
 	for (size_t i = 0; i < count; i++) {
 		rx->e.iov[i] = iov[i];
+		if (!iov[i].iov_base)
+			rx->e.iov[i].iov_len = 0;
 		rx->e.desc[i] = desc ? desc[i] : NULL;
 	}
 	rx->e.iov_count = count;
@@ -1176,8 +1192,14 @@ static inline ssize_t send_eager_words(struct lm_rdm_ep *ep, struct lm_rdm_peer 
 static bool held_send(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer, void *context,
                       bool report, bool tagged, size_t len)
 {
-	struct lm_rdm_tx *tx = lm_rdm_tx_alloc(ep); /* one is free: checked */
+	const struct lm_link_ops *ops = ep->link->ops;
+	uint64_t mark = ops->mark(ep->link, peer->lp);
+	struct lm_rdm_tx *tx;
 
+	/* The common case, without a request: out, and nothing held. */
+	if (!mark || (!ep->tx_held && ops->delivered(ep->link, peer->lp, mark)))
+		return false;
+	tx = lm_rdm_tx_alloc(ep); /* one is free: checked */
 	tx->peer = peer;
 	tx->context = context;
 	tx->report = report;
@@ -1208,6 +1230,8 @@ static LM_HOT_INLINE ssize_t do_send(struct lm_rdm_ep *ep, const struct iovec *i
 
 	if (!lm_iov_valid(iov, count, &len))
 		return -FI_EINVAL;
+	if (flags & LM_BAD_OP_FLAGS)
+		return -FI_EBADFLAGS;
 	lm_lock_acquire(&ep->lock);
 	if (!ep->enabled) {
 		ret = -FI_EOPBADSTATE;
@@ -1249,8 +1273,7 @@ static LM_HOT_INLINE ssize_t do_send(struct lm_rdm_ep *ep, const struct iovec *i
 			ret = ep->link->ops->send(ep->link, peer->lp, &h, iov, count);
 		if (!ret) {
 			peer->credit -= len;
-			if (ep->link->ops->mark &&
-			    held_send(ep, peer, context, report, tagged, len))
+			if (ep->link->ops->mark && held_send(ep, peer, context, report, tagged, len))
 				goto out;
 			if (ep->cntr[LM_CNTR_SEND])
 				lm_cntr_inc(ep->cntr[LM_CNTR_SEND]);

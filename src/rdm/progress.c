@@ -135,6 +135,8 @@ static void peer_err_data(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer, char *
 
 void lm_rdm_report_tx(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx, int err)
 {
+	if (err == FI_EIO && ep->connected)
+		err = FI_ENOTCONN; /* the one peer of a connection is gone */
 	struct lm_cq *cq = (tx->cq_flags & (FI_SEND)) || !(tx->cq_flags & FI_RECV)
 	                       ? ep->tx_cq
 	                       : ep->rx_cq;
@@ -453,9 +455,9 @@ static ssize_t tx_stream(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
  * the list of rts_len bytes, in at most LM_IOV_LIMIT - 1 pieces of iov:
  * the whole message when the packet holds it, else whole pages, so that
  * the DATA pieces after it start where the buffer's pages do, as they
- * would without the piece (with pieces 24 bytes off, an Open MPI 1 MiB
- * ping-pong over tcp took 155-182 us instead of 128-134).  Returns the
- * pieces. */
+ * would without the piece (pieces off a page boundary made an Open MPI
+ * 1 MiB ping-pong over tcp markedly slower: docs/PERFORMANCE.md,
+ * Findings).  Returns the pieces. */
 static size_t rts_early(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx, size_t rts_len,
                         struct iovec *iov)
 {
@@ -507,7 +509,8 @@ bool lm_rdm_tx_park_held(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
 	const struct lm_link_ops *ops = ep->link->ops;
 	uint64_t mark = ops->mark ? ops->mark(ep->link, tx->peer->lp) : 0;
 
-	if (!mark || ops->delivered(ep->link, tx->peer->lp, mark))
+	/* Behind a held one it waits too: completions keep their order. */
+	if (!mark || (!ep->tx_held && ops->delivered(ep->link, tx->peer->lp, mark)))
 		return false;
 	tx->mark = mark;
 	tx->state = LM_TX_HELD;
@@ -518,9 +521,9 @@ bool lm_rdm_tx_park_held(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
 	return true;
 }
 
-/* Held eager sends the link has delivered since are complete.  So is one
- * whose connection has ended meanwhile: the link cannot tell any more
- * whether the peer had it, and it was whole in the transport. */
+/* Held eager sends the link has delivered since are complete, in the
+ * order they were sent: up to the first still held.  One to a dead peer
+ * never left this process, and is the liveness check's to fail. */
 static void held_done(struct lm_rdm_ep *ep)
 {
 	struct lm_list *it, *tmp;
@@ -529,10 +532,12 @@ static void held_done(struct lm_rdm_ep *ep)
 	{
 		struct lm_rdm_tx *tx = lm_container_of(it, struct lm_rdm_tx, node);
 
-		if (tx->state == LM_TX_HELD &&
-		    (tx->peer->dead || !tx->peer->lp ||
-		     ep->link->ops->delivered(ep->link, tx->peer->lp, tx->mark)))
-			lm_rdm_tx_done(ep, tx, 0);
+		if (tx->state != LM_TX_HELD)
+			continue;
+		if (tx->peer->dead || !tx->peer->lp ||
+		    !ep->link->ops->delivered(ep->link, tx->peer->lp, tx->mark))
+			return;
+		lm_rdm_tx_done(ep, tx, 0);
 	}
 }
 

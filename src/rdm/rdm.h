@@ -82,10 +82,8 @@
 #define LM_EARLY_BACKOFF    32
 /* Largest message whose RTS carries its first piece.  Above, the DATA
  * stream's large writes start while the receiver still reads the piece,
- * and the transfer is slower than with the handshake first: an Open MPI
- * ping-pong over tcp took 128-134 vs 118-121 us at 1 MiB, 413 vs 302 at
- * 2 MiB, 829-845 vs 607-625 at 4 MiB (38 vs 42 at 256 KiB, 59 vs 65 at
- * 512 KiB). */
+ * and the transfer is slower than with the handshake first (an Open MPI
+ * ping-pong over tcp: docs/PERFORMANCE.md, Findings). */
 #define LM_EARLY_MAX        ((size_t)512 << 10)
 
 enum {
@@ -688,6 +686,12 @@ size_t lm_rdm_atomic_max(struct lm_rdm_ep *ep, enum fi_datatype dt, bool compare
 
 /* Post a completion for a finished tx (CQ entry or error, counter). */
 void lm_rdm_report_tx(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx, int err);
+
+/* Bits no libfabric release gives a data-transfer call or op_flags a
+ * meaning (60-63 are the providers'): a call passing one gets
+ * -FI_EBADFLAGS. */
+#define LM_BAD_OP_FLAGS                                                                  \
+	((1ULL << 14) | (1ULL << 15) | (1ULL << 23) | (1ULL << 40) | (1ULL << 42))
 
 /* Bytes in an iov array. */
 static inline size_t lm_iov_len(const struct iovec *iov, size_t n)

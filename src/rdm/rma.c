@@ -238,6 +238,8 @@ static ssize_t rma_post(struct lm_rdm_ctx *ctx, bool write, const struct iovec *
 
 	if (!lm_iov_valid(iov, count, &len))
 		return -FI_EINVAL;
+	if (flags & LM_BAD_OP_FLAGS)
+		return -FI_EBADFLAGS;
 	lm_lock_acquire(&ep->lock);
 	if (!ep->enabled) {
 		ret = -FI_EOPBADSTATE;

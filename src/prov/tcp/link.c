@@ -13,9 +13,7 @@
 #include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/sockios.h>
 #include <sys/epoll.h>
-#include <sys/ioctl.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -54,6 +52,7 @@ struct tcp_conn {
 	unsigned char *out;
 	size_t out_off, out_len, out_cap;
 	uint64_t taken; /* bytes of packets taken (written or in out) */
+	bool wr_broken; /* a write failed: the peer is gone, read what it left */
 	/* A payload being read straight into the engine's buffer
 	 * (lm_link_attr.place), and whether the packets are large ones that
 	 * are placed so: then a read takes only the next header. */
@@ -108,8 +107,8 @@ struct tcp_link {
  * each socket directly (one system call each) and asks epoll only every
  * EPOLL_EVERY polls (new connections), a connected link never.  Those
  * sockets then leave the epoll set unless the link is armed: a socket in
- * an epoll set costs each arriving segment a callback (about 0.2 us of a
- * 4-6 us loopback one-way here). */
+ * an epoll set costs each arriving segment a callback (measured in
+ * docs/PERFORMANCE.md, Findings). */
 #define DIRECT_MAX  4
 #define EPOLL_EVERY 32
 
@@ -200,6 +199,19 @@ static void ev_set(struct tcp_link *l, struct tcp_conn *c, bool out)
 	c->want_out = out;
 	if (ep_join(l, c))
 		conn_close(l, c, true);
+}
+
+/* A write to c failed: the peer closed or reset the connection.  Nothing
+ * more goes out, but what it sent before is still in the socket, and the
+ * receives it matches must get it: the read that meets the connection's
+ * end closes c (and tells the engine); until then the peer is broken. */
+static void conn_write_failed(struct tcp_link *l, struct tcp_conn *c)
+{
+	c->wr_broken = true;
+	c->out_len = c->out_off = 0;
+	if (c->peer)
+		c->peer->broken = true;
+	ev_set(l, c, false);
 }
 
 static struct tcp_conn *conn_new(struct tcp_link *l, int fd, enum conn_state st,
@@ -852,10 +864,8 @@ static int tcp_link_poll(struct lm_link *link, int budget)
 				on_connected(l, c);
 				continue;
 			}
-			if (out_flush(l, c)) {
-				conn_close(l, c, true);
-				continue;
-			}
+			if (out_flush(l, c))
+				conn_write_failed(l, c);
 		}
 		if (ev[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
 			int r = conn_read(l, c, budget - done);
@@ -945,9 +955,11 @@ static ssize_t send_pkts(struct tcp_link *l, struct lm_link_peer *p,
 	/* At most one packet waits in the output buffer: its rest, after a
 	 * partial write.  Behind it, the engine keeps its packets queued
 	 * (-FI_EAGAIN) rather than this link copying them. */
+	if (c->wr_broken)
+		return -FI_EIO;
 	if (c->out_len) {
 		if (out_flush(l, c)) {
-			conn_close(l, c, true);
+			conn_write_failed(l, c);
 			return -FI_EIO;
 		}
 		if (c->out_len)
@@ -955,8 +967,8 @@ static ssize_t send_pkts(struct tcp_link *l, struct lm_link_peer *p,
 	}
 	if (gathered) {
 		/* Small: one buffer.  The kernel takes a gathered write of a
-		 * few small pieces about 0.2 us slower than one piece (this
-		 * machine, loopback), far more than this copy costs. */
+		 * few small pieces slower than one piece, by far more than
+		 * this copy costs (docs/PERFORMANCE.md, Findings). */
 		lm_copy_from_iov(gather, v, nv, 0, total);
 		n = send(c->fd, gather, total, MSG_NOSIGNAL | MSG_DONTWAIT);
 	} else {
@@ -969,7 +981,7 @@ static ssize_t send_pkts(struct tcp_link *l, struct lm_link_peer *p,
 	}
 	if (n < 0) {
 		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-			conn_close(l, c, true);
+			conn_write_failed(l, c);
 			return -FI_EIO;
 		}
 		ev_set(l, c, true); /* say when it takes more */
@@ -1004,10 +1016,9 @@ static ssize_t tcp_link_send_many(struct lm_link *link, struct lm_link_peer *p,
 	return send_pkts(lm_container_of(link, struct tcp_link, link), p, pkts, count);
 }
 
-/* Where the packets taken for p end in the stream; delivered when the
- * peer's kernel has acknowledged them: neither in c->out nor in our
- * socket's send queue, which a process ending with unread data in its
- * receive queue loses (the kernel resets the connection). */
+/* Where the packets taken for p end in the stream; delivered once no
+ * byte up to there waits in c->out, the rest of a packet the socket took
+ * only in part. */
 static uint64_t tcp_link_mark(struct lm_link *link, struct lm_link_peer *p)
 {
 	(void)link;
@@ -1017,16 +1028,11 @@ static uint64_t tcp_link_mark(struct lm_link *link, struct lm_link_peer *p)
 static bool tcp_link_delivered(struct lm_link *link, struct lm_link_peer *p, uint64_t mark)
 {
 	struct tcp_conn *c = p->conn;
-	int queued = 0;
 
 	(void)link;
-	if (!c || c->closed || mark > c->taken)
+	if (!c || c->closed || c->wr_broken || mark > c->taken)
 		return false; /* not this connection's: the liveness check decides */
-	if (c->taken - c->out_len < mark)
-		return false;
-	if (ioctl(c->fd, SIOCOUTQ, &queued) || queued < 0)
-		return false;
-	return c->taken - c->out_len - (uint64_t)queued >= mark;
+	return c->taken - c->out_len >= mark;
 }
 
 static int link_open(int family, void *ctx, const struct lm_link_attr *attr,
@@ -1132,6 +1138,21 @@ err:
 	return ret;
 }
 
+/* Bytes read away before a close, at most: a socket closed with unread
+ * bytes resets the connection, and the peer then loses what our kernel
+ * had not sent yet (messages whose sends completed here). */
+#define CLOSE_DRAIN_MAX (1024 * 1024)
+
+static void conn_drain(struct tcp_conn *c)
+{
+	char buf[16384];
+	size_t got = 0;
+	ssize_t n;
+
+	while (got < CLOSE_DRAIN_MAX && (n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0)
+		got += (size_t)n;
+}
+
 static void tcp_link_close(struct lm_link *link)
 {
 	struct tcp_link *l = lm_container_of(link, struct tcp_link, link);
@@ -1141,9 +1162,11 @@ static void tcp_link_close(struct lm_link *link)
 	{
 		struct tcp_conn *c = lm_container_of(it, struct tcp_conn, node);
 
-		/* Whatever is queued goes out if the socket takes it now. */
+		/* Whatever is queued goes out if the socket takes it now, and
+		 * the close ends the stream after it (no reset). */
 		if (c->state == CONN_UP && c->out_len)
 			out_flush(l, c);
+		conn_drain(c);
 		conn_close(l, c, false);
 	}
 	conns_reap(l);

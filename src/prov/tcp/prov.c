@@ -542,6 +542,21 @@ static const struct lm_link_ops *link_ops_of(const struct fi_info *info)
 	return !ret && a.sa.sa_family == AF_INET6 ? &tcp6_link_ops : &tcp_link_ops;
 }
 
+/* Is there a usable interface on the fabric (subnet) named fabric, and
+ * named domain?  NULL names match any: fi_fabric and fi_domain open only
+ * what fi_getinfo could have offered. */
+static bool iface_named(const char *fabric, const char *domain)
+{
+	struct iface ifs[TCP_MAX_IFACES];
+	int n = ifaces_list(ifs, TCP_MAX_IFACES, AF_UNSPEC);
+
+	for (int i = 0; i < n; i++)
+		if ((!fabric || !strcmp(fabric, ifs[i].fabric)) &&
+		    (!domain || !strcmp(domain, ifs[i].name)))
+			return true;
+	return false;
+}
+
 static int tcp_domain_open(struct fid_fabric *fabric, struct fi_info *info,
                            struct fid_domain **domain, void *context)
 {
@@ -549,6 +564,9 @@ static int tcp_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 	int ret;
 
 	if (!info)
+		return -FI_EINVAL;
+	if (info->domain_attr && info->domain_attr->name &&
+	    !iface_named(NULL, info->domain_attr->name))
 		return -FI_EINVAL;
 	ret = lm_rdm_domain_open(fabric, info, link_ops_of(info), &params, &tcp_domain_ops,
 	                         context, &dom);
@@ -570,6 +588,8 @@ static struct fi_ops_fabric tcp_fabric_ops;
 static int tcp_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
                            void *context)
 {
+	if (attr && attr->name && !iface_named(attr->name, NULL))
+		return -FI_EINVAL;
 	return lm_fabric_open(&tcp_prov, attr, &tcp_fabric_ops, context, fabric);
 }
 
