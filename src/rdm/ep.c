@@ -749,8 +749,17 @@ static int ep_setname(fid_t fid, void *addr, size_t addrlen)
 	if (ret)
 		goto out;
 	lm_lock_acquire(&ep->lock);
-	peers_free(ep);
-	lm_hmap_init(&ep->peers, 64);
+	{
+		struct lm_hmap fresh;
+
+		if (lm_hmap_init(&fresh, 64)) {
+			lm_lock_release(&ep->lock);
+			ret = -FI_ENOMEM;
+			goto out;
+		}
+		peers_free(ep);
+		ep->peers = fresh;
+	}
 	ep->last_src = NULL;
 	ep->link = NULL;
 	old->ops->close(old);

@@ -280,7 +280,7 @@ static void rndv_bulk(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r,
 		                        .sreq = r->sreq,
 		                        .rreq = rndv_handle(ep, r)};
 
-		mine = (r->cap / 2) & ~(size_t)4095;
+		mine = (r->cap / 2) & ~(LM_PAGE_SIZE - 1);
 		push.iov_count =
 		    lm_rdm_iov_slice(r->iov, r->iov_count, mine, r->cap - mine, local);
 		lm_rdm_rts_from_iov(&push, local, push.iov_count);

@@ -463,12 +463,12 @@ static size_t rts_early(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx, size_t rts_l
 {
 	struct iovec piece[LM_IOV_LIMIT];
 	size_t room = ep->link->max_payload - rts_len;
-	size_t len = tx->len <= room ? tx->len : room & ~(size_t)4095;
+	size_t len = tx->len <= room ? tx->len : room & ~(LM_PAGE_SIZE - 1);
 	size_t n = lm_rdm_iov_slice(tx->iov, tx->iov_count, 0, len, piece);
 
 	if (n > LM_IOV_LIMIT - 1) {
 		/* What the first pieces hold, in whole pages. */
-		len = lm_iov_len(piece, LM_IOV_LIMIT - 1) & ~(size_t)4095;
+		len = lm_iov_len(piece, LM_IOV_LIMIT - 1) & ~(LM_PAGE_SIZE - 1);
 		n = lm_rdm_iov_slice(tx->iov, tx->iov_count, 0, len, piece);
 	}
 	memcpy(iov, piece, n * sizeof(*iov));

@@ -687,6 +687,11 @@ size_t lm_rdm_atomic_max(struct lm_rdm_ep *ep, enum fi_datatype dt, bool compare
 /* Post a completion for a finished tx (CQ entry or error, counter). */
 void lm_rdm_report_tx(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx, int err);
 
+/* Split points of large transfers fall on page boundaries, so that each
+ * part starts where the buffer's pages do (copies of aligned parts are
+ * faster).  Linux/x86-64 pages. */
+#define LM_PAGE_SIZE ((size_t)4096)
+
 /* Bits no libfabric release gives a data-transfer call or op_flags a
  * meaning (60-63 are the providers'): a call passing one gets
  * -FI_EBADFLAGS. */

@@ -1088,23 +1088,31 @@ static int nl_receiver(const struct nl_case *nc)
 		nl_post(ep, mem, ctx, m);
 	CHECK_INT(st_barrier(), 0);
 	if (nc->after) {
-		/* Nothing read until the client has ended. */
+		/* Nothing read until the client has ended (its slot of the
+		 * all-gather: slots are ST_SLOT bytes). */
+		pid_t client = ((const struct hello *)((const char *)all + CLIENT * ST_SLOT))->pid;
+		bool gone = false;
+
 		end = st_now_us() + 20000000ull;
-		while (kill(all[CLIENT].pid, 0) == 0 && st_now_us() < end) {
+		CHECK(client > 0);
+		while (client > 0 && !(gone = kill(client, 0) != 0) && st_now_us() < end) {
 			char path[64], st[256];
 			FILE *f;
 
-			snprintf(path, sizeof(path), "/proc/%d/stat", (int)all[CLIENT].pid);
+			snprintf(path, sizeof(path), "/proc/%d/stat", (int)client);
 			f = fopen(path, "r");
 			if (f) {
 				const char *p = fgets(st, sizeof(st), f) ? strrchr(st, ')') : NULL;
 
 				fclose(f);
 				if (p && p[1] == ' ' && p[2] == 'Z')
-					break;
+					gone = true;
 			}
+			if (gone)
+				break;
 			usleep(2000);
 		}
+		CHECK(gone);
 		for (size_t m = 0; m < NL_MSGS; m++)
 			nl_post(ep, mem, ctx, m);
 	}

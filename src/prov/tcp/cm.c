@@ -369,7 +369,7 @@ static int pep_listen(struct fid_pep *fid)
 		return 0;
 	if (p->lfd < 0)
 		return -FI_EOPBADSTATE; /* an active endpoint took its socket */
-	if (listen(p->lfd, 512) || epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->lfd, &ev))
+	if (listen(p->lfd, TCP_LISTEN_BACKLOG) || epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->lfd, &ev))
 		return -FI_EIO;
 	lm_lock_acquire(&p->lock);
 	p->listening = true;

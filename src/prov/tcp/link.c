@@ -1091,7 +1091,7 @@ static int link_open(int family, void *ctx, const struct lm_link_attr *attr,
 			goto err;
 		}
 	}
-	if (listen(l->lfd, 512) || tcp_addr_of_fd(l->lfd, false, &a) ||
+	if (listen(l->lfd, TCP_LISTEN_BACKLOG) || tcp_addr_of_fd(l->lfd, false, &a) ||
 	    epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->lfd, &ev)) {
 		ret = -FI_EIO;
 		goto err;
@@ -1118,7 +1118,10 @@ common:
 	lm_list_init(&l->dead);
 	lm_list_init(&l->loop);
 	lm_list_init(&l->peer_list);
-	lm_hmap_init(&l->peers, 64);
+	if (lm_hmap_init(&l->peers, 64)) {
+		ret = -FI_ENOMEM;
+		goto err;
+	}
 	l->link.ops = family == AF_INET6 ? &tcp6_link_ops : &tcp_link_ops;
 	l->link.fd = l->epfd;
 	l->link.max_payload = TCP_MAX_PAYLOAD;

@@ -11,6 +11,11 @@
 #include "proto.h"
 #include "rdm.h"
 
+/* Connections a listening socket queues before they are accepted: a
+ * burst of peers connecting at once (an all-to-all start) waits there
+ * rather than being refused. */
+#define TCP_LISTEN_BACKLOG 512
+
 /* What a domain's links share: the provider's parameters. */
 struct tcp_params {
 	int port_low, port_high; /* 0: any port */
