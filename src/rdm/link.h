@@ -70,6 +70,9 @@ struct lm_link_pkt {
 /* A byte-stream link that places large payloads: an RTS may carry the
  * message's first piece, and a reply may go eager up to max_payload. */
 #define LM_LINK_EARLY      (1u << 2)
+/* A peer's death or a lost connection makes fd readable while armed: a
+ * sleeper needs no timer to notice it. */
+#define LM_LINK_TELLS_LOSS (1u << 3)
 
 /* The common head of every link instance (one per endpoint); the link's
  * own state follows it. */
@@ -126,15 +129,19 @@ struct lm_link_ops {
 	 * error as send. */
 	ssize_t (*send_many)(struct lm_link *link, struct lm_link_peer *peer,
 	                     const struct lm_link_pkt *pkts, size_t count);
-	/* Optional, for a link that may take a packet only in part and
-	 * keep the rest in this process's own buffers, where it dies with
-	 * the process.  mark: where the packets taken so far for peer end,
-	 * 0 when none waits so; delivered: whether everything up to such a
-	 * mark has left the process (into the transport).  What completes
-	 * once its packet is out waits for that.  A link whose taken
-	 * packets are out at once leaves both NULL. */
+	/* Optional, for a link whose taken packets may still die with this
+	 * process: part of a packet kept in the process's own buffers, or
+	 * bytes the kernel holds unsent, which it drops when the process
+	 * dies with unread input (a TCP reset).  mark: where the packets
+	 * taken so far for peer end, 0 when none can be lost so; delivered:
+	 * whether everything up to such a mark is past that point.  look
+	 * lets it ask the kernel (a system call); without it the answer
+	 * comes from what the link knows.  What completes once its packet
+	 * is out waits for that.  A link whose taken packets are out at
+	 * once leaves both NULL. */
 	uint64_t (*mark)(struct lm_link *link, struct lm_link_peer *peer);
-	bool (*delivered)(struct lm_link *link, struct lm_link_peer *peer, uint64_t mark);
+	bool (*delivered)(struct lm_link *link, struct lm_link_peer *peer, uint64_t mark,
+	                  bool look);
 
 	/* Deliver up to budget packets through attr->recv; returns how many. */
 	int (*poll)(struct lm_link *link, int budget);

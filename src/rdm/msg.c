@@ -1197,7 +1197,7 @@ static bool held_send(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer, void *cont
 	struct lm_rdm_tx *tx;
 
 	/* The common case, without a request: out, and nothing held. */
-	if (!mark || (!ep->tx_held && ops->delivered(ep->link, peer->lp, mark)))
+	if (!mark || (!ep->tx_held && ops->delivered(ep->link, peer->lp, mark, false)))
 		return false;
 	tx = lm_rdm_tx_alloc(ep); /* one is free: checked */
 	tx->peer = peer;

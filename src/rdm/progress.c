@@ -14,7 +14,8 @@
 
 #define POLL_BUDGET       64
 #define LIVENESS_MS       100
-#define ROOM_MS           1       /* a sleeper waiting for room in a peer's queue */
+#define ROOM_MS           1       /* a sleeper waiting for room in a peer's queue,
+                                     * or for the peer to acknowledge a held send */
 #define LM_PROV_PEER_GONE 0x10001 /* prov_errno: err_data names the peer */
 
 /* ---- requests ------------------------------------------------------------ */
@@ -510,7 +511,7 @@ bool lm_rdm_tx_park_held(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
 	uint64_t mark = ops->mark ? ops->mark(ep->link, tx->peer->lp) : 0;
 
 	/* Behind a held one it waits too: completions keep their order. */
-	if (!mark || (!ep->tx_held && ops->delivered(ep->link, tx->peer->lp, mark)))
+	if (!mark || (!ep->tx_held && ops->delivered(ep->link, tx->peer->lp, mark, false)))
 		return false;
 	tx->mark = mark;
 	tx->state = LM_TX_HELD;
@@ -522,8 +523,9 @@ bool lm_rdm_tx_park_held(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
 }
 
 /* Held eager sends the link has delivered since are complete, in the
- * order they were sent: up to the first still held.  One to a dead peer
- * never left this process, and is the liveness check's to fail. */
+ * order they were sent: up to the first still held.  One the link had
+ * delivered before its peer died is complete too; the others to a dead
+ * peer are the liveness check's to fail. */
 static void held_done(struct lm_rdm_ep *ep)
 {
 	struct lm_list *it, *tmp;
@@ -534,8 +536,8 @@ static void held_done(struct lm_rdm_ep *ep)
 
 		if (tx->state != LM_TX_HELD)
 			continue;
-		if (tx->peer->dead || !tx->peer->lp ||
-		    !ep->link->ops->delivered(ep->link, tx->peer->lp, tx->mark))
+		if (!tx->peer->lp ||
+		    !ep->link->ops->delivered(ep->link, tx->peer->lp, tx->mark, true))
 			return;
 		lm_rdm_tx_done(ep, tx, 0);
 	}
@@ -934,6 +936,23 @@ static bool room_asked(struct lm_rdm_ep *ep)
 	return true;
 }
 
+/* About to sleep: how soon to look again by itself, 0 for no sooner
+ * than something rings.  Nobody rings when the peer acknowledges a held
+ * send, nor for freed room unless the link can ask, nor for a peer's
+ * death unless the link tells it. */
+static int wake_ms(struct lm_rdm_ep *ep)
+{
+	int liveness = ep->link->caps & LM_LINK_TELLS_LOSS ? 0 : LIVENESS_MS;
+
+	if (ep->tx_held)
+		return ROOM_MS;
+	if (!lm_list_empty(&ep->tx_queue) || !lm_list_empty(&ep->ctl_queue))
+		return room_asked(ep) ? liveness : ROOM_MS;
+	if (!lm_list_empty(&ep->tx_wait) || !lm_list_empty(&ep->rndv_active))
+		return liveness;
+	return 0;
+}
+
 /* Is a reader of h's CQ or counter asleep, or promised a wake-up? */
 static bool hook_sleepy(const struct lm_rdm_hook *h)
 {
@@ -983,18 +1002,10 @@ static LM_HOT_INLINE void progress(struct lm_rdm_ep *ep, bool sleepy)
 			ep->link->ops->arm(ep->link);
 			ep->armed = true;
 			lm_rdm_progress_locked(ep);
-			/* Nobody rings for a peer's death, nor for freed room
-			 * unless the link can ask: look again soon if either
-			 * is awaited. */
-			if (ep->link->ops->wake_after) {
-				if (!lm_list_empty(&ep->tx_queue) ||
-				    !lm_list_empty(&ep->ctl_queue))
-					ep->link->ops->wake_after(
-					    ep->link, room_asked(ep) ? LIVENESS_MS : ROOM_MS);
-				else if (!lm_list_empty(&ep->tx_wait) ||
-				         !lm_list_empty(&ep->rndv_active))
-					ep->link->ops->wake_after(ep->link, LIVENESS_MS);
-			}
+			int ms = ep->link->ops->wake_after ? wake_ms(ep) : 0;
+
+			if (ms)
+				ep->link->ops->wake_after(ep->link, ms);
 		} else if (ep->armed) {
 			ep->link->ops->disarm(ep->link);
 			ep->armed = false;

@@ -10,13 +10,16 @@
  * connection's input buffer and hands out every complete packet. */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/sockios.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -51,7 +54,6 @@ struct tcp_conn {
 	size_t in_len;
 	unsigned char *out;
 	size_t out_off, out_len, out_cap;
-	uint64_t taken; /* bytes of packets taken (written or in out) */
 	bool wr_broken; /* a write failed: the peer is gone, read what it left */
 	/* A payload being read straight into the engine's buffer
 	 * (lm_link_attr.place), and whether the packets are large ones that
@@ -70,6 +72,10 @@ struct lm_link_peer {
 	uint64_t instance;     /* the remote endpoint's, once known */
 	bool broken;           /* connection lost or refused: peer_alive false */
 	bool self;             /* our own address: packets loop back locally */
+	/* Positions in the bytes of packets taken for the peer, over all its
+	 * connections: taken (written, or in the conn's out buffer), known
+	 * acknowledged by the peer (a lower bound), and where conn began. */
+	uint64_t taken, acked, base;
 };
 
 /* A packet an endpoint sent to itself, delivered by its next poll. */
@@ -97,6 +103,8 @@ struct tcp_link {
 	struct lm_list peer_list;
 	struct lm_list loop; /* struct loop_pkt, in order */
 	int loop_fd;         /* eventfd in the epoll set: loop not empty */
+	int tfd;             /* timerfd in the epoll set (wake_after) */
+	bool timer_set;      /* tfd started since last drained */
 	bool connected;      /* an FI_EP_MSG endpoint's: no listener */
 	bool lost;           /* connected: the connection broke */
 	bool armed;          /* a reader may sleep on epfd: every conn in it */
@@ -157,6 +165,7 @@ static uint64_t addr_hash(const union tcp_addr *a)
 }
 
 static void conn_close(struct tcp_link *l, struct tcp_conn *c, bool broken);
+static void acked_update(struct lm_link_peer *p, struct tcp_conn *c);
 
 /* Put c in the epoll set (or update its events there): 0 or -FI_EIO. */
 static int ep_join(struct tcp_link *l, struct tcp_conn *c)
@@ -207,6 +216,10 @@ static void ev_set(struct tcp_link *l, struct tcp_conn *c, bool out)
  * end closes c (and tells the engine); until then the peer is broken. */
 static void conn_write_failed(struct tcp_link *l, struct tcp_conn *c)
 {
+	if (c->peer && c->peer->conn == c) {
+		acked_update(c->peer, c);
+		c->peer->base = c->peer->taken; /* c->out's bytes are lost */
+	}
 	c->wr_broken = true;
 	c->out_len = c->out_off = 0;
 	if (c->peer)
@@ -275,7 +288,11 @@ static void conn_close(struct tcp_link *l, struct tcp_conn *c, bool broken)
 		return;
 	c->closed = true;
 	if (c->peer && c->peer->conn == c) {
-		/* The peer's data connection: what was in flight is gone. */
+		/* The peer's data connection: what it acknowledged arrived,
+		 * the rest is gone; a next connection starts after it. */
+		if (c->state == CONN_UP && !c->wr_broken)
+			acked_update(c->peer, c);
+		c->peer->base = c->peer->taken;
 		if (c->state == CONN_UP && l->on_lost)
 			l->on_lost(l->arg, &c->peer->addr);
 		c->peer->conn = NULL;
@@ -772,6 +789,20 @@ static int loop_send(struct tcp_link *l, const void *hdr, const struct iovec *io
 	return 0;
 }
 
+/* Stop wake_after's timer and clear its expiry, so that the
+ * level-triggered set does not report it again. */
+static void timer_drain(struct tcp_link *l)
+{
+	struct itimerspec off = {0};
+	uint64_t v;
+
+	timerfd_settime(l->tfd, 0, &off, NULL);
+	if (read(l->tfd, &v, sizeof(v)) < 0) {
+		/* not expired: nothing to clear */
+	}
+	l->timer_set = false;
+}
+
 static int loop_deliver(struct tcp_link *l, int budget)
 {
 	struct lm_list *it;
@@ -856,6 +887,10 @@ static int tcp_link_poll(struct lm_link *link, int budget)
 		}
 		if (ev[i].data.ptr == (void *)&l->loop)
 			continue; /* drained by loop_deliver */
+		if (ev[i].data.ptr == (void *)&l->tfd) {
+			timer_drain(l);
+			continue;
+		}
 		/* An earlier event of this batch may have closed c. */
 		if (c->closed)
 			continue;
@@ -976,7 +1011,7 @@ static ssize_t send_pkts(struct tcp_link *l, struct lm_link_peer *p,
 		            MSG_NOSIGNAL | MSG_DONTWAIT);
 	}
 	if (n == (ssize_t)total) {
-		c->taken += total;
+		p->taken += total;
 		return (ssize_t)count;
 	}
 	if (n < 0) {
@@ -990,14 +1025,14 @@ static ssize_t send_pkts(struct tcp_link *l, struct lm_link_peer *p,
 	for (k = 0, acc = 0; acc + size[k] <= (size_t)n; k++)
 		acc += size[k];
 	ev_set(l, c, true);
-	c->taken += acc;
+	p->taken += acc;
 	if (acc == (size_t)n)
 		return k ? (ssize_t)k : -FI_EAGAIN;
 	/* The rest of packet k: from the buffer it was written from. */
 	if (gathered ? out_append(c, &(struct iovec){gather + acc, size[k]}, 1, (size_t)n - acc)
 	             : out_append(c, v + first[k], first[k + 1] - first[k], (size_t)n - acc))
 		return -FI_EIO; /* a partial packet cannot be taken back */
-	c->taken += size[k];
+	p->taken += size[k];
 	return (ssize_t)k + 1;
 }
 
@@ -1016,23 +1051,49 @@ static ssize_t tcp_link_send_many(struct lm_link *link, struct lm_link_peer *p,
 	return send_pkts(lm_container_of(link, struct tcp_link, link), p, pkts, count);
 }
 
-/* Where the packets taken for p end in the stream; delivered once no
- * byte up to there waits in c->out, the rest of a packet the socket took
- * only in part. */
+/* Where the packets taken for p end in the stream; delivered once the
+ * peer's kernel has acknowledged every byte up to there.  Not before: a
+ * byte may wait in c->out (the rest of a packet the socket took only in
+ * part), and one in the kernel is not safe either, for a process that
+ * dies with unread input makes the kernel reset its connections, and
+ * what the peer had not acknowledged (unsent, or dropped by a full
+ * receiver to be sent again) is lost. */
 static uint64_t tcp_link_mark(struct lm_link *link, struct lm_link_peer *p)
 {
 	(void)link;
-	return p->conn && !p->self ? p->conn->taken : 0;
+	return p->conn && !p->self ? p->taken : 0;
 }
 
-static bool tcp_link_delivered(struct lm_link *link, struct lm_link_peer *p, uint64_t mark)
+/* What the peer's kernel has acknowledged of c, the peer's data
+ * connection, as far as the kernel says. */
+static void acked_update(struct lm_link_peer *p, struct tcp_conn *c)
+{
+	uint64_t written = p->taken - c->out_len;
+	int unacked;
+
+	/* The unacknowledged bytes are the stream's last; bytes the link
+	 * wrote that were no packet's only make this bound lower. */
+	if (!ioctl(c->fd, SIOCOUTQ, &unacked) && unacked >= 0 &&
+	    (uint64_t)unacked <= written - p->base && written - (uint64_t)unacked > p->acked)
+		p->acked = written - (uint64_t)unacked;
+}
+
+static bool tcp_link_delivered(struct lm_link *link, struct lm_link_peer *p, uint64_t mark,
+                               bool look)
 {
 	struct tcp_conn *c = p->conn;
 
 	(void)link;
-	if (!c || c->closed || c->wr_broken || mark > c->taken)
-		return false; /* not this connection's: the liveness check decides */
-	return c->taken - c->out_len >= mark;
+	if (mark <= p->acked)
+		return true;
+	/* Not on this connection (an earlier one's, unacknowledged when it
+	 * ended, is lost): the liveness check decides. */
+	if (!c || c->closed || c->wr_broken || mark <= p->base || mark > p->taken)
+		return false;
+	if (!look || p->taken - c->out_len < mark)
+		return false;
+	acked_update(p, c);
+	return mark <= p->acked;
 }
 
 static int link_open(int family, void *ctx, const struct lm_link_attr *attr,
@@ -1052,7 +1113,7 @@ static int link_open(int family, void *ctx, const struct lm_link_attr *attr,
 		return -FI_ENOMEM;
 	l->family = family;
 	l->params = params;
-	l->lfd = -1;
+	l->lfd = l->loop_fd = l->tfd = -1;
 	l->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (l->epfd < 0) {
 		ret = -FI_EMFILE;
@@ -1098,9 +1159,12 @@ static int link_open(int family, void *ctx, const struct lm_link_attr *attr,
 	}
 common:
 	l->loop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (l->loop_fd < 0 ||
+	l->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (l->loop_fd < 0 || l->tfd < 0 ||
 	    epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->loop_fd,
-	              &(struct epoll_event){.events = EPOLLIN, .data.ptr = &l->loop})) {
+	              &(struct epoll_event){.events = EPOLLIN, .data.ptr = &l->loop}) ||
+	    epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->tfd,
+	              &(struct epoll_event){.events = EPOLLIN, .data.ptr = &l->tfd})) {
 		ret = -FI_EMFILE;
 		goto err;
 	}
@@ -1126,13 +1190,15 @@ common:
 	l->link.fd = l->epfd;
 	l->link.max_payload = TCP_MAX_PAYLOAD;
 	l->link.inline_max = 256;
-	l->link.caps = LM_LINK_EARLY;
+	l->link.caps = LM_LINK_EARLY | LM_LINK_TELLS_LOSS;
 	l->link.addr = &l->self;
 	*out = &l->link;
 	return 0;
 err:
-	if (l->loop_fd > 0)
+	if (l->loop_fd >= 0)
 		close(l->loop_fd);
+	if (l->tfd >= 0)
+		close(l->tfd);
 	if (l->lfd >= 0)
 		close(l->lfd);
 	if (l->epfd >= 0)
@@ -1179,6 +1245,7 @@ static void tcp_link_close(struct lm_link *link)
 		free(lm_container_of(it, struct lm_link_peer, node));
 	lm_hmap_fini(&l->peers);
 	close(l->loop_fd);
+	close(l->tfd);
 	if (l->lfd >= 0)
 		close(l->lfd);
 	close(l->epfd);
@@ -1215,7 +1282,30 @@ static void tcp_link_arm(struct lm_link *link)
 
 static void tcp_link_disarm(struct lm_link *link)
 {
-	lm_container_of(link, struct tcp_link, link)->armed = false;
+	struct tcp_link *l = lm_container_of(link, struct tcp_link, link);
+
+	l->armed = false;
+	if (l->timer_set)
+		timer_drain(l);
+}
+
+/* Every -FI_EAGAIN of a connection ends with an event in the set: the
+ * connection made, its HELLO answered, or its socket writable again.
+ * Packets to ourselves wait only for memory. */
+static int tcp_link_want_room(struct lm_link *link, struct lm_link_peer *p)
+{
+	(void)link;
+	return p->self ? -FI_ENOMEM : 0;
+}
+
+static void tcp_link_wake_after(struct lm_link *link, int ms)
+{
+	struct tcp_link *l = lm_container_of(link, struct tcp_link, link);
+	struct itimerspec t = {
+	    .it_value = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000}};
+
+	if (!timerfd_settime(l->tfd, 0, &t, NULL))
+		l->timer_set = true;
 }
 
 static bool tcp_link_peer_alive(struct lm_link *link, struct lm_link_peer *p)
@@ -1306,7 +1396,8 @@ static int tcp6_link_open(void *ctx, const struct lm_link_attr *attr, const void
 	.send = tcp_link_send, .send_many = tcp_link_send_many, .mark = tcp_link_mark,   \
 	.delivered = tcp_link_delivered,                                                 \
 	.poll = tcp_link_poll, .arm = tcp_link_arm,                                      \
-	.disarm = tcp_link_disarm, .peer_alive = tcp_link_peer_alive,                    \
+	.disarm = tcp_link_disarm, .wake_after = tcp_link_wake_after,                    \
+	.want_room = tcp_link_want_room, .peer_alive = tcp_link_peer_alive,              \
 	.peer_reset = tcp_link_peer_reset
 
 const struct lm_link_ops tcp_link_ops = {
