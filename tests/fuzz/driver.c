@@ -1,10 +1,10 @@
-/* driver.c - runs the tcp wire fuzz target without libFuzzer: over every
+/* driver.c - runs a fuzz target (target.h) without libFuzzer: over every
  * file named (or in a directory named) on the command line, then over -n
  * inputs generated, mutated and random from a fixed seed, so a run is
  * the same every time; ends with the target's health check.
  *
- *   fuzz_tcp_wire [-n COUNT] [-s SEED] [-o FILE] PATH...   run
- *   fuzz_tcp_wire --write-seeds DIR                        write the seeds
+ *   fuzz_<target> [-n COUNT] [-s SEED] [-o FILE] PATH...   run
+ *   fuzz_<target> --write-seeds DIR                        write the seeds
  *
  * With -o, each input is written to FILE before it runs: after a crash,
  * FILE holds the input that caused it. */
@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tcp_wire.h"
+#include "target.h"
 
 #define INPUT_CAP (400 * 1024)
 
@@ -115,12 +115,12 @@ static int read_path(const char *path)
 static size_t mutate(uint64_t *rng, uint8_t *buf, size_t len, size_t cap)
 {
 	static const uint8_t vals[] = {0, 1, 2, 3, 0x7f, 0x80, 0xfe, 0xff, 0x40, 0x10};
-	unsigned rounds = 1 + (unsigned)(tw_rand(rng) % 6);
+	unsigned rounds = 1 + (unsigned)(fz_rand(rng) % 6);
 
 	for (unsigned i = 0; i < rounds; i++) {
-		uint64_t r = tw_rand(rng);
-		size_t at = len ? (size_t)(tw_rand(rng) % len) : 0;
-		size_t n = 1 + (size_t)(tw_rand(rng) % 16);
+		uint64_t r = fz_rand(rng);
+		size_t at = len ? (size_t)(fz_rand(rng) % len) : 0;
+		size_t n = 1 + (size_t)(fz_rand(rng) % 16);
 
 		switch (r % 8) {
 		case 0:
@@ -146,7 +146,7 @@ static size_t mutate(uint64_t *rng, uint8_t *buf, size_t len, size_t cap)
 			if (len + n <= cap) {
 				memmove(buf + at + n, buf + at, len - at);
 				for (size_t k = 0; k < n; k++)
-					buf[at + k] = (uint8_t)tw_rand(rng);
+					buf[at + k] = (uint8_t)fz_rand(rng);
 				len += n;
 			}
 			break;
@@ -158,7 +158,7 @@ static size_t mutate(uint64_t *rng, uint8_t *buf, size_t len, size_t cap)
 			break;
 		case 5: /* duplicate a chunk at the end (a second frame) */
 			if (len && len + n * 8 <= cap) {
-				size_t from = (size_t)(tw_rand(rng) % len), k = n * 8;
+				size_t from = (size_t)(fz_rand(rng) % len), k = n * 8;
 
 				if (k > len - from)
 					k = len - from;
@@ -168,9 +168,9 @@ static size_t mutate(uint64_t *rng, uint8_t *buf, size_t len, size_t cap)
 			break;
 		case 6: /* splice in the tail of a corpus input */
 			if (ncorpus) {
-				const struct input *o = &corpus[tw_rand(rng) % ncorpus];
+				const struct input *o = &corpus[fz_rand(rng) % ncorpus];
 				size_t from =
-				    o->len ? (size_t)(tw_rand(rng) % o->len) : 0;
+				    o->len ? (size_t)(fz_rand(rng) % o->len) : 0;
 				size_t k = o->len - from;
 
 				if (k > cap - at)
@@ -200,7 +200,7 @@ static void run(const uint8_t *data, size_t len)
 
 int main(int argc, char **argv)
 {
-	unsigned long count = 0, inputs, frames;
+	unsigned long count = 0;
 	uint64_t rng = 0x6c6f6f6d2d66757aULL; /* "loom-fuz" */
 	uint8_t *buf = malloc(INPUT_CAP);
 	time_t t0 = time(NULL);
@@ -209,7 +209,7 @@ int main(int argc, char **argv)
 	if (!buf)
 		return 1;
 	if (argc == 3 && !strcmp(argv[1], "--write-seeds"))
-		return tw_write_seeds(argv[2]) ? 1 : 0;
+		return fz_write_seeds(argv[2]) ? 1 : 0;
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-n") && i + 1 < argc) {
 			count = strtoul(argv[++i], NULL, 0);
@@ -233,11 +233,11 @@ int main(int argc, char **argv)
 		run(corpus[k].data, corpus[k].len);
 	}
 	for (unsigned long k = 0; k < count; k++) {
-		uint64_t r = tw_rand(&rng);
+		uint64_t r = fz_rand(&rng);
 		size_t len;
 
 		if (r % 8 < 3) {
-			len = tw_generate(&rng, buf, INPUT_CAP);
+			len = fz_generate(&rng, buf, INPUT_CAP);
 		} else if (r % 8 < 6) {
 			/* A seed or a generated input, mutated. */
 			if (ncorpus && r % 8 != 5) {
@@ -246,21 +246,21 @@ int main(int argc, char **argv)
 				memcpy(buf, o->data, o->len);
 				len = o->len;
 			} else {
-				len = tw_generate(&rng, buf, INPUT_CAP);
+				len = fz_generate(&rng, buf, INPUT_CAP);
 			}
 			len = mutate(&rng, buf, len, INPUT_CAP);
 		} else {
-			len = (size_t)(tw_rand(&rng) % (r % 8 == 6 ? 80 : 600));
+			len = (size_t)(fz_rand(&rng) % (r % 8 == 6 ? 80 : 600));
 			for (size_t b = 0; b < len; b++)
-				buf[b] = (uint8_t)tw_rand(&rng);
+				buf[b] = (uint8_t)fz_rand(&rng);
 		}
 		run(buf, len);
 	}
-	tw_final_check();
-	tw_stats(&inputs, &frames);
-	printf("driver: %zu corpus files and %lu generated inputs: %lu inputs, %lu whole "
-	       "frames sent, endpoint healthy, %ld s\n",
-	       ncorpus, count, inputs, frames, (long)(time(NULL) - t0));
+	fz_final_check();
+	fz_report();
+	printf("driver: %zu corpus files and %lu generated inputs, endpoint healthy, "
+	       "%ld s\n",
+	       ncorpus, count, (long)(time(NULL) - t0));
 	for (size_t k = 0; k < ncorpus; k++) {
 		free(corpus[k].name);
 		free(corpus[k].data);

@@ -7,6 +7,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The driver's interface (fz_generate: a handshake, then frames of every
+ * kind; fz_final_check: the exchanges with the legitimate peer that every
+ * 256th input runs; fz_report: inputs, whole frames, answers). */
+#include "target.h"
+
 /* Markers in an input (README.md): an 8-byte little-endian value whose
  * upper half is one of these.  The first five take a live value before the
  * bytes are sent, the lower half being a signed offset (addresses), an xor
@@ -29,29 +34,5 @@
 #define TW_MR_RW_LEN 65536
 #define TW_MR_RO_LEN 8192
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-/* xorshift64*: the driver's only source of randomness, so runs repeat. */
-static inline uint64_t tw_rand(uint64_t *s)
-{
-	*s ^= *s >> 12;
-	*s ^= *s << 25;
-	*s ^= *s >> 27;
-	return *s * 0x2545f4914f6cdd1dULL;
-}
-
-/* A well-formed-looking input (handshake, then frames of every kind with
- * fields near their limits) of at most cap bytes; returns its length. */
-size_t tw_generate(uint64_t *rng, uint8_t *buf, size_t cap);
-
-/* Write the seed corpus into dir (which must exist): 0, or -1. */
-int tw_write_seeds(const char *dir);
-
-/* The exchanges with the legitimate peer that every 256th input runs,
- * now: aborts if the endpoint stopped working. */
-void tw_final_check(void);
-
-/* Inputs run so far, and how many reached the engine as whole frames. */
-void tw_stats(unsigned long *inputs, unsigned long *frames);
 
 #endif

@@ -1085,18 +1085,19 @@ static void sanity(void)
 	check_memory();
 }
 
-void tw_final_check(void)
+void fz_final_check(void)
 {
 	if (!A.ep)
 		setup();
 	sanity();
 }
 
-void tw_stats(unsigned long *inputs, unsigned long *frames)
+void fz_report(void)
 {
-	*inputs = n_inputs;
-	*frames = n_frames;
-	fprintf(stderr, "tcp_wire_fuzz: %lu answers from the endpoint\n", n_answers);
+	fprintf(stderr,
+	        "tcp_wire_fuzz: %lu inputs, %lu whole frames sent, %lu answers from the "
+	        "endpoint\n",
+	        n_inputs, n_frames, n_answers);
 }
 
 /* ---- the stream

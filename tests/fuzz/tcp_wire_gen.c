@@ -93,13 +93,13 @@ static const uint64_t interesting[] = {
 
 static uint64_t pick_value(uint64_t *rng)
 {
-	uint64_t r = tw_rand(rng);
+	uint64_t r = fz_rand(rng);
 
 	switch (r % 8) {
 	case 0:
-		return tw_rand(rng);
+		return fz_rand(rng);
 	case 1:
-		return tw_rand(rng) % 300;
+		return fz_rand(rng) % 300;
 	default:
 		return interesting[(r >> 8) %
 		                   (sizeof(interesting) / sizeof(interesting[0]))];
@@ -120,7 +120,7 @@ static uint64_t pick_addr(uint64_t *rng, bool ro)
 	                               -1,
 	                               1,
 	                               3};
-	uint64_t r = tw_rand(rng);
+	uint64_t r = fz_rand(rng);
 
 	if (r % 10 == 0)
 		return pick_value(rng);
@@ -170,21 +170,21 @@ static void gen_two_peers(struct out *o, uint8_t *payload, uint64_t size, size_t
 static size_t gen_rndv(uint64_t *rng, struct out *o, uint8_t *payload)
 {
 	static const uint64_t sizes[] = {16384, 20000, 40000, 65536, 70000, 100000};
-	unsigned k = 1 + (unsigned)(tw_rand(rng) % 3);
+	unsigned k = 1 + (unsigned)(fz_rand(rng) % 3);
 
-	if (tw_rand(rng) % 4 == 0) {
-		uint64_t size = 16385 + tw_rand(rng) % 50000;
-		size_t piece = 16384 + (size_t)(tw_rand(rng) % (size - 16384));
+	if (fz_rand(rng) % 4 == 0) {
+		uint64_t size = 16385 + fz_rand(rng) % 50000;
+		size_t piece = 16384 + (size_t)(fz_rand(rng) % (size - 16384));
 		size_t other =
-		    tw_rand(rng) % 4 ? (size_t)size : (size_t)(tw_rand(rng) % size);
+		    fz_rand(rng) % 4 ? (size_t)size : (size_t)(fz_rand(rng) % size);
 
-		gen_two_peers(o, payload, size, piece, (size_t)(tw_rand(rng) % piece),
-		              other, 1 + (size_t)(tw_rand(rng) % 30000));
+		gen_two_peers(o, payload, size, piece, (size_t)(fz_rand(rng) % piece),
+		              other, 1 + (size_t)(fz_rand(rng) % 30000));
 		return o->len;
 	}
 
 	for (unsigned j = 0; j < k; j++) {
-		uint64_t q = tw_rand(rng);
+		uint64_t q = fz_rand(rng);
 		uint64_t size = sizes[q % (sizeof(sizes) / sizeof(sizes[0]))];
 		struct lm_rdm_hdr h =
 		    hdr(LM_OP_RTS, q & 0x100 ? LM_HF_TAGGED : 0, size, 0);
@@ -202,9 +202,9 @@ static size_t gen_rndv(uint64_t *rng, struct out *o, uint8_t *payload)
 		                           (size + 1) / (1 + (q >> 12) % 2));
 		put_frame(o, &h, payload, h.len, ~0u, 0);
 		for (uint64_t at = 0; at < size && o->len < o->cap;) {
-			uint64_t r = tw_rand(rng);
+			uint64_t r = fz_rand(rng);
 			size_t piece =
-			    r % 4 ? MAX_PAYLOAD : 1 + (size_t)(tw_rand(rng) % 30000);
+			    r % 4 ? MAX_PAYLOAD : 1 + (size_t)(fz_rand(rng) % 30000);
 			struct lm_rdm_hdr d = hdr(LM_OP_DATA, 0, 0, 0);
 
 			if (piece > size - at)
@@ -220,11 +220,11 @@ static size_t gen_rndv(uint64_t *rng, struct out *o, uint8_t *payload)
 	return o->len;
 }
 
-size_t tw_generate(uint64_t *rng, uint8_t *buf, size_t cap)
+size_t fz_generate(uint64_t *rng, uint8_t *buf, size_t cap)
 {
 	struct out o = {buf, 0, cap};
-	uint64_t r = tw_rand(rng);
-	unsigned nframes = 1 + (unsigned)(tw_rand(rng) % 8);
+	uint64_t r = fz_rand(rng);
+	unsigned nframes = 1 + (unsigned)(fz_rand(rng) % 8);
 	static uint8_t payload[MAX_PAYLOAD + 16];
 
 	if (r % 6 == 5) {
@@ -234,16 +234,16 @@ size_t tw_generate(uint64_t *rng, uint8_t *buf, size_t cap)
 	}
 	if (r % 16 == 0)
 		put_hello(&o, (uint32_t)pick_value(rng), (uint32_t)(r >> 8) % 5,
-		          r & 0x100 ? TCP_MAGIC : tw_rand(rng), (unsigned)(r >> 12));
+		          r & 0x100 ? TCP_MAGIC : fz_rand(rng), (unsigned)(r >> 12));
 	else if (r % 16 != 1) /* 1: no handshake (the target adds one or not) */
 		put_hello(&o, TCP_PROTO_VERSION, TCP_HELLO_RDM, TCP_MAGIC,
 		          (unsigned)(r >> 12));
 	for (unsigned i = 0; i < nframes && o.len < o.cap; i++) {
-		uint64_t q = tw_rand(rng);
+		uint64_t q = fz_rand(rng);
 		uint8_t op =
 		    q % 32 == 0 ? (uint8_t)(q >> 8) : (uint8_t)(1 + (q >> 8) % 14);
 		bool ro = (q >> 16) % 4 == 0;
-		struct lm_rdm_hdr h = hdr(op, (uint16_t)(tw_rand(rng) & 0x1ff), 0, 0);
+		struct lm_rdm_hdr h = hdr(op, (uint16_t)(fz_rand(rng) & 0x1ff), 0, 0);
 		size_t plen = 0;
 		uint32_t flen = ~0u;
 		uint16_t hl = 0;
@@ -257,7 +257,7 @@ size_t tw_generate(uint64_t *rng, uint8_t *buf, size_t cap)
 		h.key = q % 7 ? mark(ro ? TW_MARK_KEY_RO : TW_MARK_KEY_RW,
 		                     q % 5 ? 0 : (uint32_t)(q >> 32))
 		              : pick_value(rng);
-		h.size = q % 4 ? tw_rand(rng) % 512 : pick_value(rng);
+		h.size = q % 4 ? fz_rand(rng) % 512 : pick_value(rng);
 		switch (op) {
 		case LM_OP_RTS:
 		case LM_OP_READ_REQ:
@@ -293,15 +293,15 @@ size_t tw_generate(uint64_t *rng, uint8_t *buf, size_t cap)
 		case LM_OP_DATA:
 		case LM_OP_READ_RESP:
 		case LM_OP_ATOMIC_RESP:
-			h.addr = tw_rand(rng) % 3 ? tw_rand(rng) % 4096 : pick_value(rng);
-			plen = tw_rand(rng) % 600;
+			h.addr = fz_rand(rng) % 3 ? fz_rand(rng) % 4096 : pick_value(rng);
+			plen = fz_rand(rng) % 600;
 			break;
 		default:
 			plen = op == LM_OP_EAGER ? (size_t)(h.size % (MAX_PAYLOAD + 1))
-			                         : tw_rand(rng) % 64;
+			                         : fz_rand(rng) % 64;
 			break;
 		}
-		if (tw_rand(rng) % 16 == 0)
+		if (fz_rand(rng) % 16 == 0)
 			plen = (size_t)(pick_value(rng) % (MAX_PAYLOAD + 1));
 		if (plen > o.cap - o.len)
 			plen = o.cap - o.len;
@@ -310,7 +310,7 @@ size_t tw_generate(uint64_t *rng, uint8_t *buf, size_t cap)
 			for (size_t b = 0; b < plen; b++)
 				payload[b] = (uint8_t)(q >> (b % 8 * 8));
 		h.len = (uint32_t)plen;
-		r = tw_rand(rng);
+		r = fz_rand(rng);
 		if (r % 32 == 0)
 			h.len = (uint32_t)pick_value(rng);
 		if (r % 32 == 1)
@@ -350,7 +350,7 @@ static void seed_frame(struct seed *s, uint8_t op, uint16_t flags, uint64_t size
 	s->len = o.len;
 }
 
-int tw_write_seeds(const char *dir)
+int fz_write_seeds(const char *dir)
 {
 	static struct seed seeds[24];
 	static uint8_t big[MAX_PAYLOAD];

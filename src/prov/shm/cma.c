@@ -57,7 +57,9 @@ static size_t cma_batch(const struct cma_cursor *c, struct iovec *out, size_t ma
 		size_t len = LM_MIN(c->iov[i].iov_len - off, max - total);
 
 		if (len) {
-			out[n].iov_base = (char *)c->iov[i].iov_base + off;
+			/* An address, maybe another process's (and a peer's
+			 * 0): integer arithmetic, not a pointer's. */
+			out[n].iov_base = (void *)((uintptr_t)c->iov[i].iov_base + off);
 			out[n].iov_len = len;
 			n++;
 			total += len;

@@ -85,6 +85,11 @@ struct shm_link {
 struct lm_link_peer {
 	struct shm_peer *sp;
 	bool want_buf; /* the last send lacked a bounce buffer, not a cell */
+	/* The address is of this process: no cross-memory attach.  A cell's
+	 * sender is only what it claims, and a hostile peer that claims an
+	 * endpoint of ours would have us copy into or out of our own memory
+	 * at addresses of its choosing.  Packets serve such peers. */
+	bool own_process;
 };
 
 static int shm_from_str(const char *node, const char *service, void *addr)
@@ -219,6 +224,7 @@ static int shm_link_peer_open(struct lm_link *link, const void *addr,
 		free(p);
 		return -FI_EINVAL;
 	}
+	p->own_process = p->sp->pid == getpid();
 	*peer = p;
 	return 0;
 }
@@ -484,7 +490,7 @@ static ssize_t shm_link_bulk_read(struct lm_link *link, struct lm_link_peer *pee
 {
 	int ret;
 
-	if (!(link->caps & LM_LINK_BULK_READ))
+	if (!(link->caps & LM_LINK_BULK_READ) || peer->own_process)
 		return -FI_ENOSYS;
 	ret = shm_cma_peer_probe(peer->sp);
 	if (ret)
@@ -498,7 +504,7 @@ static ssize_t shm_link_bulk_write(struct lm_link *link, struct lm_link_peer *pe
 {
 	int ret;
 
-	if (!(link->caps & LM_LINK_BULK_WRITE))
+	if (!(link->caps & LM_LINK_BULK_WRITE) || peer->own_process)
 		return -FI_ENOSYS;
 	ret = shm_cma_peer_probe(peer->sp);
 	if (ret)
@@ -510,6 +516,11 @@ static bool shm_link_peer_alive(struct lm_link *link, struct lm_link_peer *peer)
 {
 	(void)link;
 	return shm_peer_alive(peer->sp);
+}
+
+struct shm_region *shm_link_region(struct lm_link *link)
+{
+	return lm_container_of(link, struct shm_link, link)->region;
 }
 
 const struct lm_link_ops shm_link_ops = {

@@ -19,4 +19,7 @@ extern struct fi_provider shm_prov;
 
 struct fi_provider *shm_prov_init(void);
 
+/* The region under an shm link (link.c), for tests that check its state. */
+struct shm_region *shm_link_region(struct lm_link *link);
+
 #endif
