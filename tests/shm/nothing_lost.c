@@ -74,19 +74,6 @@ struct shared {
 
 static struct shared *sh;
 
-/* The protocol boundaries of each link (see src/prov/<name>): shm's
- * inline cell payload (192 B), inject and bounce size (4 KiB), its
- * packet (64 KiB); tcp's inline (256 B), inject (4 KiB), eager (64 KiB)
- * and packet (192 KiB) sizes; and the engine's largest RTS with its first
- * piece (512 KiB). */
-static const size_t shm_sizes[] = {1,          191,        192,        193,       4095,
-                                   4096,       4097,       65535,      65536,     65537,
-                                   524287,     524288,     524289,     1u << 20,  16u << 20};
-static const size_t tcp_sizes[] = {1,         255,       256,       257,        4095,
-                                   4096,      4097,      65535,     65536,      65537,
-                                   196607,    196608,    196609,    524287,     524288,
-                                   524289,    1u << 20,  16u << 20};
-
 static bool is_tcp(void)
 {
 	return !strcmp(st_prov(), "tcp");
@@ -97,25 +84,6 @@ static uint64_t seed_of(const struct cell *c, int i)
 	return (uint64_t)c->id * 1000000u + (uint64_t)i + 1;
 }
 
-/* Has process pid ended (exited, or a zombie not yet reaped)? */
-static bool gone(pid_t pid)
-{
-	char path[64], st[512];
-	const char *p = NULL;
-	FILE *f;
-
-	if (kill(pid, 0))
-		return true;
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return true;
-	if (fgets(st, sizeof(st), f))
-		p = strrchr(st, ')');
-	fclose(f);
-	return p && p[1] == ' ' && p[2] == 'Z';
-}
-
 /* Until the sender has ended.  On tcp the receiver's progress accepts
  * the sender's connection (manual progress), so it progresses, with no
  * receive posted; on shm it does nothing at all. */
@@ -123,12 +91,12 @@ static void wait_gone(struct st_ep *e, pid_t pid)
 {
 	uint64_t end = st_now_us() + GONE_MS * 1000ull;
 
-	while (!gone(pid) && st_now_us() < end) {
+	while (!st_gone(pid) && st_now_us() < end) {
 		if (is_tcp())
 			st_progress(e);
 		usleep(2000);
 	}
-	CHECK(gone(pid));
+	CHECK(st_gone(pid));
 }
 
 /* ---- the sender ---------------------------------------------------------------- */
@@ -256,7 +224,7 @@ static void collect(struct st_ep *e, const struct cell *c, struct slot *s, int n
 
 		if (r == -FI_EAGAIN) {
 			if (st_now_us() - quiet_since > GRACE_MS * 1000ull &&
-			    atomic_load(&sh->done) >= 0 && gone(e->pid[SENDER]))
+			    atomic_load(&sh->done) >= 0 && st_gone(e->pid[SENDER]))
 				break;
 			sched_yield();
 			continue;
@@ -326,23 +294,11 @@ static void check_msgs(struct st_ep *e, const struct cell *c, const char *mem,
 /* Nothing more comes: no duplicate matches a fresh receive of either kind. */
 static void check_no_more(struct st_ep *e)
 {
-	static char junk[2][64];
-	struct fi_cq_tagged_entry ent;
-	int ctx[2];
-	ssize_t r;
+	int n = st_stray(e, 50);
 
-	CHECK_INT(fi_recv(e->ep, junk[0], sizeof(junk[0]), NULL, FI_ADDR_UNSPEC, &ctx[0]), 0);
-	CHECK_INT(fi_trecv(e->ep, junk[1], sizeof(junk[1]), NULL, FI_ADDR_UNSPEC, 0, ~0ull,
-	                   &ctx[1]),
-	          0);
-	r = st_read(e->rxcq, &ent, NULL, NULL, NULL, 50);
-	if (r != -FI_ETIMEDOUT)
-		fprintf(stderr, "a message more than was sent (%zd)\n", r);
-	CHECK_INT(r, -FI_ETIMEDOUT);
-	fi_cancel(&e->ep->fid, &ctx[0]);
-	fi_cancel(&e->ep->fid, &ctx[1]);
-	while (st_read(e->rxcq, &ent, NULL, NULL, NULL, 10) != -FI_ETIMEDOUT)
-		;
+	if (n)
+		fprintf(stderr, "%d message(s) more than were sent\n", n);
+	CHECK_INT(n, 0);
 }
 
 static void recv_msgs(struct st_ep *e, const struct cell *c)
@@ -398,7 +354,8 @@ static void recv_rma(struct st_ep *e, const struct cell *c, char *mem, uint64_t 
 	if (c->post == POST_AFTER)
 		wait_gone(e, e->pid[SENDER]);
 	end = st_now_us() + RECV_MS * 1000ull;
-	while ((atomic_load(&sh->done) < 0 || !gone(e->pid[SENDER])) && st_now_us() < end)
+	while ((atomic_load(&sh->done) < 0 || !st_gone(e->pid[SENDER])) &&
+	       st_now_us() < end)
 		st_progress(e);
 	done = atomic_load(&sh->done);
 	CHECK(done >= 0);
@@ -531,9 +488,8 @@ static int run_all(enum kind k, size_t size, int count, unsigned *id)
 
 int main(void)
 {
-	const size_t *sizes = is_tcp() ? tcp_sizes : shm_sizes;
-	size_t nsizes = is_tcp() ? sizeof(tcp_sizes) / sizeof(tcp_sizes[0])
-	                         : sizeof(shm_sizes) / sizeof(shm_sizes[0]);
+	const size_t *sizes;
+	size_t nsizes = st_edge_sizes(&sizes);
 	const size_t rma_sizes[] = {8, 4097, 65537, 1u << 20};
 	unsigned id = 0;
 	int bad = 0;

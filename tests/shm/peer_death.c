@@ -4,7 +4,6 @@
  * bounded time (while asleep in fi_cq_sread, too), never hangs or crashes,
  * and stays usable; a full queue gives -FI_EAGAIN and then progresses;
  * the dead process's region leaves /dev/shm. */
-#include <dirent.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,24 +18,6 @@
 #define MAX_ERR_US (10 * 1000000ull) /* kill -> error entry */
 
 static struct st_ep E;
-
-/* Regions of process pid in /dev/shm (loom names them loom-<uid>-<pid>-*). */
-static int regions_of(pid_t pid)
-{
-	char prefix[64];
-	struct dirent *d;
-	DIR *dir = opendir("/dev/shm");
-	int n = 0;
-
-	snprintf(prefix, sizeof(prefix), "loom-%u-%d-", (unsigned)getuid(), (int)pid);
-	if (!dir)
-		return -1;
-	while ((d = readdir(dir)))
-		if (!strncmp(d->d_name, prefix, strlen(prefix)))
-			n++;
-	closedir(dir);
-	return n;
-}
 
 /* The error entry for an operation on the dead peer: FI_EIO, and a text
  * that names it. */
@@ -83,9 +64,9 @@ static void check_regions(void)
 	pid_t me = getpid();
 
 	CHECK_INT(st_open_local(&lone, NULL), 0);
-	CHECK_INT(regions_of(E.pid[VICTIM]), 0);
+	CHECK_INT(st_regions_of(E.pid[VICTIM]), 0);
 	CHECK_INT(st_close(&lone), 0);
-	CHECK_INT(regions_of(me), 0);
+	CHECK_INT(st_regions_of(me), 0);
 }
 
 /* ---- the victim sends a big message and is killed half way ---------------- */

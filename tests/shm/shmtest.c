@@ -2,6 +2,7 @@
  * endpoint setup shared by the multi-process shm tests; public API only. */
 #include "shmtest.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <sched.h>
@@ -490,4 +491,82 @@ size_t st_verify(const void *buf, size_t len, uint64_t seed)
 		if (b[i] != pattern(seed, i))
 			return i;
 	return (size_t)-1;
+}
+
+/* ---- peers that end ------------------------------------------------------------ */
+
+bool st_gone(pid_t pid)
+{
+	char path[64], st[512];
+	const char *p = NULL;
+	FILE *f;
+
+	if (kill(pid, 0))
+		return true;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return true;
+	if (fgets(st, sizeof(st), f))
+		p = strrchr(st, ')');
+	fclose(f);
+	return p && p[1] == ' ' && p[2] == 'Z';
+}
+
+int st_regions_of(pid_t pid)
+{
+	char prefix[64];
+	struct dirent *d;
+	DIR *dir = opendir("/dev/shm");
+	int n = 0;
+
+	snprintf(prefix, sizeof(prefix), "loom-%u-%d-", (unsigned)getuid(), (int)pid);
+	if (!dir)
+		return -1;
+	while ((d = readdir(dir)))
+		if (!strncmp(d->d_name, prefix, strlen(prefix)))
+			n++;
+	closedir(dir);
+	return n;
+}
+
+/* The protocol boundaries of each link (see src/prov/<name>): shm's
+ * inline cell payload (192 B), inject and bounce size (4 KiB), its
+ * packet (64 KiB); tcp's inline (256 B), inject (4 KiB), eager (64 KiB)
+ * and packet (192 KiB) sizes; and the engine's largest RTS with its first
+ * piece (512 KiB). */
+static const size_t shm_sizes[] = {1,      191,    192,    193,      4095,
+                                   4096,   4097,   65535,  65536,    65537,
+                                   524287, 524288, 524289, 1u << 20, 16u << 20};
+static const size_t tcp_sizes[] = {1,      255,    256,    257,    4095,     4096,
+                                   4097,   65535,  65536,  65537,  196607,   196608,
+                                   196609, 524287, 524288, 524289, 1u << 20, 16u << 20};
+
+size_t st_edge_sizes(const size_t **sizes)
+{
+	bool tcp = !strcmp(st_prov(), "tcp");
+
+	*sizes = tcp ? tcp_sizes : shm_sizes;
+	return tcp ? sizeof(tcp_sizes) / sizeof(tcp_sizes[0])
+	           : sizeof(shm_sizes) / sizeof(shm_sizes[0]);
+}
+
+int st_stray(struct st_ep *e, int ms)
+{
+	static char junk[2][64];
+	struct fi_cq_tagged_entry ent;
+	int ctx[2], n = 0;
+
+	if (fi_recv(e->ep, junk[0], sizeof(junk[0]), NULL, FI_ADDR_UNSPEC, &ctx[0]) ||
+	    fi_trecv(e->ep, junk[1], sizeof(junk[1]), NULL, FI_ADDR_UNSPEC, 0, ~0ull,
+	             &ctx[1]))
+		return -1;
+	while (st_read(e->rxcq, &ent, NULL, NULL, NULL, ms) != -FI_ETIMEDOUT)
+		n++;
+	fi_cancel(&e->ep->fid, &ctx[0]);
+	fi_cancel(&e->ep->fid, &ctx[1]);
+	/* The cancellations' own entries. */
+	while (st_read(e->rxcq, &ent, NULL, NULL, NULL, 10) != -FI_ETIMEDOUT)
+		;
+	return n;
 }

@@ -109,4 +109,20 @@ size_t st_verify(const void *buf, size_t len, uint64_t seed);
 
 uint64_t st_now_us(void);
 
+/* ---- for tests whose peer ends (exits or is killed) ---------------------- */
+
+/* Has process pid ended (exited, or a zombie not yet reaped)? */
+bool st_gone(pid_t pid);
+/* How many regions process pid has in /dev/shm (loom names them
+ * loom-<uid>-<pid>-*); -1 when the directory cannot be read. */
+int st_regions_of(pid_t pid);
+/* The message sizes on and one byte either side of every protocol
+ * boundary of the provider under test, ascending, then 1 MiB and 16 MiB:
+ * sets *sizes, returns how many. */
+size_t st_edge_sizes(const size_t **sizes);
+/* Messages more than were sent: post a fresh untagged and a wildcard
+ * tagged receive, wait ms for them, cancel them; returns how many were
+ * matched (0: nothing more came). */
+int st_stray(struct st_ep *e, int ms);
+
 #endif
