@@ -279,6 +279,7 @@ int lm_fid_trywait(struct fid *fid);
 /* Milliseconds left of a timeout that started at start_ms (-1 stays -1). */
 int lm_timeout_left(int timeout_ms, uint64_t start_ms);
 uint64_t lm_now_ms(void);
+uint64_t lm_now_us(void);
 
 /* ---- the objects, one header each ----------------------------------------- */
 #include "cq.h"	      /* CQs, counters, poll sets */

@@ -32,6 +32,11 @@
 _Static_assert(TCP_IN_CAP >= sizeof(struct tcp_frame) + TCP_HDR_MAX + TCP_MAX_PAYLOAD,
                "the input buffer holds a whole packet");
 #define EV_BATCH        32
+/* How long a send may wait for its acknowledgement before the peer is
+ * asked for it (ACK_NOW): longer than a reply takes to come back on a
+ * loopback or LAN round trip, so a ping-pong never asks, and far below the
+ * 40 ms a receiver's kernel may delay it. */
+#define TCP_ACK_NUDGE_US 200
 
 enum conn_state {
 	CONN_CONNECTING, /* connect() in progress */
@@ -55,6 +60,7 @@ struct tcp_conn {
 	unsigned char *out;
 	size_t out_off, out_len, out_cap;
 	bool wr_broken; /* a write failed: the peer is gone, read what it left */
+	bool ack_now;   /* an ACK_NOW frame was read: acknowledge at once */
 	/* A payload being read straight into the engine's buffer
 	 * (lm_link_attr.place), and whether the packets are large ones that
 	 * are placed so: then a read takes only the next header. */
@@ -76,6 +82,9 @@ struct lm_link_peer {
 	 * connections: taken (written, or in the conn's out buffer), known
 	 * acknowledged by the peer (a lower bound), and where conn began. */
 	uint64_t taken, acked, base;
+	/* Since when a delivered() found the bytes it asked about not yet
+	 * acknowledged (0: none waits), and up to where an ACK_NOW asked. */
+	uint64_t wait_us, nudged;
 };
 
 /* A packet an endpoint sent to itself, delivered by its next poll. */
@@ -126,6 +135,8 @@ const struct fi_provider *tcp_log_prov;
 
 int tcp_frame_check(const struct tcp_frame *f, size_t hdr_size, size_t max_payload)
 {
+	if (f->flags == TCP_FRAME_ACK_NOW)
+		return f->len || f->hdr_len ? -FI_EINVAL : 0;
 	if (f->hdr_len != hdr_size || f->len > max_payload || f->flags)
 		return -FI_EINVAL;
 	return 0;
@@ -618,6 +629,17 @@ static int place_continue(struct tcp_link *l, struct tcp_conn *c)
 	return 1;
 }
 
+/* The peer waits for our acknowledgement of what it sent: send it now
+ * (whatever our kernel's delayed-ACK state), once the frames read are
+ * taken. */
+static void ack_now(struct tcp_conn *c)
+{
+	int one = 1;
+
+	c->ack_now = false;
+	setsockopt(c->fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof(one));
+}
+
 /* Read and hand out packets; returns packets delivered, or -1 when c was
  * closed. */
 static int conn_read(struct tcp_link *l, struct tcp_conn *c, int budget)
@@ -697,6 +719,11 @@ static int conn_read(struct tcp_link *l, struct tcp_conn *c, int budget)
 				conn_close(l, c, true);
 				return -1;
 			}
+			if (f.flags == TCP_FRAME_ACK_NOW) {
+				off += fh;
+				c->ack_now = true;
+				continue;
+			}
 			whole = fh + f.hdr_len + f.len;
 			if (c->in_len - off < fh + f.hdr_len)
 				break;
@@ -735,6 +762,8 @@ static int conn_read(struct tcp_link *l, struct tcp_conn *c, int budget)
 			if (c->closed)
 				return delivered;
 		}
+		if (c->ack_now)
+			ack_now(c);
 		if (off == c->in_len) {
 			c->in_len = 0; /* the common case: all of it taken */
 		} else if (off) {
@@ -1078,12 +1107,32 @@ static void acked_update(struct lm_link_peer *p, struct tcp_conn *c)
 		p->acked = written - (uint64_t)unacked;
 }
 
+/* Ask the peer to acknowledge at once (proto.h, TCP_FRAME_ACK_NOW). */
+static void ack_request(struct tcp_link *l, struct lm_link_peer *p, struct tcp_conn *c)
+{
+	struct tcp_frame f = {.flags = TCP_FRAME_ACK_NOW};
+	ssize_t n;
+
+	if (c->out_len)
+		return; /* it would wait behind unwritten bytes: not now */
+	n = send(c->fd, &f, sizeof(f), MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (n > 0 && (size_t)n < sizeof(f)) {
+		if (out_append(c, &(struct iovec){&f, sizeof(f)}, 1, (size_t)n)) {
+			conn_close(l, c, true); /* a frame cut short */
+			return;
+		}
+		ev_set(l, c, true);
+	}
+	if (n > 0)
+		p->nudged = p->taken;
+}
+
 static bool tcp_link_delivered(struct lm_link *link, struct lm_link_peer *p, uint64_t mark,
                                bool look)
 {
 	struct tcp_conn *c = p->conn;
+	uint64_t now;
 
-	(void)link;
 	if (mark <= p->acked)
 		return true;
 	/* Not on this connection (an earlier one's, unacknowledged when it
@@ -1093,7 +1142,18 @@ static bool tcp_link_delivered(struct lm_link *link, struct lm_link_peer *p, uin
 	if (!look || p->taken - c->out_len < mark)
 		return false;
 	acked_update(p, c);
-	return mark <= p->acked;
+	if (mark <= p->acked) {
+		p->wait_us = 0;
+		return true;
+	}
+	/* A reply normally brings the acknowledgement long before this; a
+	 * peer that reads without answering may delay it for 40 ms. */
+	now = lm_now_us();
+	if (!p->wait_us)
+		p->wait_us = now;
+	else if (now - p->wait_us >= TCP_ACK_NUDGE_US && p->nudged < mark)
+		ack_request(lm_container_of(link, struct tcp_link, link), p, c);
+	return false;
 }
 
 static int link_open(int family, void *ctx, const struct lm_link_attr *attr,

@@ -24,7 +24,14 @@
  *
  * hdr_len must equal the engine's header size and len be at most the
  * link's max_payload; anything else closes the connection with an error
- * (the peer is broken or hostile).  Fields are in the sender's byte order
+ * (the peer is broken or hostile).  The one exception is a frame with
+ * flags TCP_FRAME_ACK_NOW, len 0 and hdr_len 0, and nothing after it: no
+ * packet, but a request to acknowledge what came at once.  A sender whose
+ * send waits for its acknowledgement (it completes only then) sends one
+ * when the receiver's kernel delays it: that kernel acknowledges a lone
+ * small segment only after some 40 ms when its side of the connection
+ * has been answering (delayed ACK), unless its process asks
+ * (TCP_QUICKACK).  Fields are in the sender's byte order
  * (loom links join hosts of one architecture; the magic tells). */
 #ifndef LOOM_TCP_PROTO_H
 #define LOOM_TCP_PROTO_H
@@ -33,8 +40,9 @@
 
 #define TCP_MAGIC         0x005043544d4f4f4cULL /* "LOOMTCP" little-endian */
 /* The engine's packets travel inside: version 2 carries wire version 4
- * (eager credit), which a version 1 peer would not honour. */
-#define TCP_PROTO_VERSION 2
+ * (eager credit), which a version 1 peer would not honour; version 3 has
+ * the ACK_NOW frame. */
+#define TCP_PROTO_VERSION 3
 
 enum tcp_hello_kind {
 	TCP_HELLO_RDM = 1, /* an RDM endpoint's on-demand connection */
@@ -98,6 +106,7 @@ struct tcp_frame {
 };
 
 _Static_assert(sizeof(struct tcp_frame) == 8, "frame header is 8 bytes");
+#define TCP_FRAME_ACK_NOW 1
 
 /* The most payload one frame carries (the link's max_payload): rendezvous
  * data goes in pieces of this size.  Large, so a stream costs few frames
