@@ -37,6 +37,10 @@ _Static_assert(TCP_IN_CAP >= sizeof(struct tcp_frame) + TCP_HDR_MAX + TCP_MAX_PA
  * loopback or LAN round trip, so a ping-pong never asks, and far below the
  * 40 ms a receiver's kernel may delay it. */
 #define TCP_ACK_NUDGE_US 200
+/* Between reads from a peer, how often the kernel is asked whether it
+ * acknowledged what a held send wrote (one system call): a fraction of a
+ * loopback round trip's worth of polls. */
+#define TCP_ACK_LOOK_US 20
 
 enum conn_state {
 	CONN_CONNECTING, /* connect() in progress */
@@ -61,6 +65,7 @@ struct tcp_conn {
 	size_t out_off, out_len, out_cap;
 	bool wr_broken; /* a write failed: the peer is gone, read what it left */
 	bool ack_now;   /* an ACK_NOW frame was read: acknowledge at once */
+	uint64_t rx_count; /* reads that brought bytes */
 	/* A payload being read straight into the engine's buffer
 	 * (lm_link_attr.place), and whether the packets are large ones that
 	 * are placed so: then a read takes only the next header. */
@@ -85,6 +90,9 @@ struct lm_link_peer {
 	/* Since when a delivered() found the bytes it asked about not yet
 	 * acknowledged (0: none waits), and up to where an ACK_NOW asked. */
 	uint64_t wait_us, nudged;
+	/* When the kernel was last asked about acknowledgements, and
+	 * conn->rx_count then. */
+	uint64_t look_us, look_rx;
 };
 
 /* A packet an endpoint sent to itself, delivered by its next poll. */
@@ -623,6 +631,7 @@ static int place_continue(struct tcp_link *l, struct tcp_conn *c)
 			n = (ssize_t)left;
 		}
 		c->place_done += (size_t)n;
+		c->rx_count++;
 	}
 	c->placing = false;
 	l->placed(l->arg, &c->peer->addr, c->place_hdr, c->place_len);
@@ -689,6 +698,7 @@ static int conn_read(struct tcp_link *l, struct tcp_conn *c, int budget)
 			if (n < 0)
 				return delivered;
 			c->in_len += (size_t)n;
+			c->rx_count++;
 		}
 
 		while (c->state != CONN_UP) {
@@ -1141,6 +1151,13 @@ static bool tcp_link_delivered(struct lm_link *link, struct lm_link_peer *p, uin
 		return false;
 	if (!look || p->taken - c->out_len < mark)
 		return false;
+	/* An acknowledgement mostly comes with the peer's bytes; one that
+	 * comes alone is looked for now and then, not at every poll. */
+	now = lm_now_us();
+	if (c->rx_count == p->look_rx && now - p->look_us < TCP_ACK_LOOK_US)
+		return false;
+	p->look_rx = c->rx_count;
+	p->look_us = now;
 	acked_update(p, c);
 	if (mark <= p->acked) {
 		p->wait_us = 0;
@@ -1148,7 +1165,6 @@ static bool tcp_link_delivered(struct lm_link *link, struct lm_link_peer *p, uin
 	}
 	/* A reply normally brings the acknowledgement long before this; a
 	 * peer that reads without answering may delay it for 40 ms. */
-	now = lm_now_us();
 	if (!p->wait_us)
 		p->wait_us = now;
 	else if (now - p->wait_us >= TCP_ACK_NUDGE_US && p->nudged < mark)
