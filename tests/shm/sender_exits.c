@@ -2,9 +2,10 @@
  * messages of each size, reads every send completion, closes its
  * endpoint and exits; the receiver had no packet from it before, posts
  * its receives only after the sender is gone, and gets every message
- * whose send completed, whole, from the sender's address.  Sizes cover
- * the inline, bounce-buffer and eager paths of each link, tagged and
- * untagged. */
+ * whose send completed, whole, from the sender's address, also through
+ * receives directed to the gone sender, and its receive counter counts
+ * them.  Sizes cover the inline, bounce-buffer and eager paths of each
+ * link, tagged and untagged. */
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,14 +91,15 @@ static void recv_set(struct st_ep *e, char *buf, struct sizes z, int n)
 			uint64_t seed = seed_of(0, s, i);
 			size_t bad;
 
+			/* Every third names the sender, which is gone. */
+			fi_addr_t from = i % 3 == 2 ? e->addr[SENDER] : FI_ADDR_UNSPEC;
+
 			memset(buf, 0, z.v[s]);
 			if (i % 2)
-				CHECK_INT(fi_trecv(e->ep, buf, z.v[s], NULL, FI_ADDR_UNSPEC, seed,
-				                   0, NULL),
+				CHECK_INT(fi_trecv(e->ep, buf, z.v[s], NULL, from, seed, 0, NULL),
 				          0);
 			else
-				CHECK_INT(fi_recv(e->ep, buf, z.v[s], NULL, FI_ADDR_UNSPEC, NULL),
-				          0);
+				CHECK_INT(fi_recv(e->ep, buf, z.v[s], NULL, from, NULL), 0);
 			if (st_read(e->rxcq, &c, &src, NULL, NULL, TMO) != 1) {
 				fprintf(stderr, "completed send %d (%zu B) lost\n", k, z.v[s]);
 				CHECK(0);
@@ -146,12 +148,13 @@ static void wait_gone(struct st_ep *e, pid_t pid)
 
 static int proc(int rank, int nprocs, void *arg)
 {
+	struct st_opts o = {.cntrs = true};
 	struct st_ep e;
 	char *buf = malloc(64 << 10);
 	int all[ST_MAX_PROCS * ST_SLOT / sizeof(int)], done = 0;
 
 	(void)nprocs, (void)arg;
-	if (!buf || st_open(&e, NULL))
+	if (!buf || st_open(&e, &o))
 		return 2;
 	/* No packet has passed between the two before the sender is gone. */
 	if (rank == SENDER) {
@@ -172,6 +175,7 @@ static int proc(int rank, int nprocs, void *arg)
 	CHECK(done >= (only_eager_size ? NMSG : NMSG * 5));
 	wait_gone(&e, e.pid[SENDER]);
 	recv_set(&e, buf, small_sizes(), done);
+	CHECK_INT(fi_cntr_read(e.rcntr), done); /* the receive counter counts them */
 	CHECK_INT(st_close(&e), 0);
 	free(buf);
 	return check_done();
