@@ -548,15 +548,20 @@ static void put_version_field(char *buf, size_t len, const char *ind, const char
 	    FI_MINOR(version));
 }
 
+/* The attributes print as the libfabric of the application's API does:
+ * v2 (an fi_info answering FI_VERSION(2, x)) as libfabric 2.x, without
+ * the fields 2.x deprecated (comp_order, total_buffered_recv, the control
+ * progress) and with fi_domain_attr's 2.x fields; else as 1.x. */
 static void put_tx_attr(char *buf, size_t len, const char *ind,
-                        const struct fi_tx_attr *a)
+                        const struct fi_tx_attr *a, bool v2)
 {
 	put(buf, len, "%sfi_tx_attr:\n", ind);
 	put_flag_field(buf, len, ind, "caps", a->caps, &caps_table);
 	put_flag_field(buf, len, ind, "mode", a->mode, &mode_table);
 	put_flag_field(buf, len, ind, "op_flags", a->op_flags, &op_table);
 	put_flag_field(buf, len, ind, "msg_order", a->msg_order, &order_table);
-	put_comp_order_field(buf, len, ind, a->comp_order);
+	if (!v2)
+		put_comp_order_field(buf, len, ind, a->comp_order);
 	put_size_field(buf, len, ind, "inject_size", a->inject_size);
 	put_size_field(buf, len, ind, "size", a->size);
 	put_size_field(buf, len, ind, "iov_limit", a->iov_limit);
@@ -565,22 +570,25 @@ static void put_tx_attr(char *buf, size_t len, const char *ind,
 }
 
 static void put_rx_attr(char *buf, size_t len, const char *ind,
-                        const struct fi_rx_attr *a)
+                        const struct fi_rx_attr *a, bool v2)
 {
 	put(buf, len, "%sfi_rx_attr:\n", ind);
 	put_flag_field(buf, len, ind, "caps", a->caps, &caps_table);
 	put_flag_field(buf, len, ind, "mode", a->mode, &mode_table);
 	put_flag_field(buf, len, ind, "op_flags", a->op_flags, &op_table);
 	put_flag_field(buf, len, ind, "msg_order", a->msg_order, &order_table);
-	put_comp_order_field(buf, len, ind, a->comp_order);
-	put_size_field(buf, len, ind, "total_buffered_recv", a->total_buffered_recv);
+	if (!v2) {
+		put_comp_order_field(buf, len, ind, a->comp_order);
+		put_size_field(buf, len, ind, "total_buffered_recv", a->total_buffered_recv);
+	}
 	put_size_field(buf, len, ind, "size", a->size);
 	put_size_field(buf, len, ind, "iov_limit", a->iov_limit);
 }
 
 static void put_ep_attr(char *buf, size_t len, const char *ind,
-                        const struct fi_ep_attr *a)
+                        const struct fi_ep_attr *a, bool v2)
 {
+	(void)v2; /* the same in both */
 	put(buf, len, "%sfi_ep_attr:\n", ind);
 	put_enum_field(buf, len, ind, "type", (uint32_t)a->type, &ep_type_table);
 	put_enum_field(buf, len, ind, "protocol", a->protocol, &protocol_table);
@@ -598,19 +606,27 @@ static void put_ep_attr(char *buf, size_t len, const char *ind,
 }
 
 static void put_domain_attr(char *buf, size_t len, const char *ind,
-                            const struct fi_domain_attr *a)
+                            const struct fi_domain_attr *a, bool v2)
 {
 	put(buf, len, "%sfi_domain_attr:\n", ind);
-	/* libfabric shows only the low 32 bits of the domain pointer; tools
-	 * comparing output expect the same. */
-	put(buf, len, "%s    domain: 0x%x\n", ind, (unsigned)(uintptr_t)a->domain);
+	/* libfabric 1.x shows only the low 32 bits of the domain pointer,
+	 * 2.x the pointer; tools comparing output expect the same. */
+	if (v2)
+		put(buf, len, "%s    domain: %p\n", ind, (void *)a->domain);
+	else
+		put(buf, len, "%s    domain: 0x%x\n", ind, (unsigned)(uintptr_t)a->domain);
 	put(buf, len, "%s    name: %s\n", ind, str_or_null(a->name));
 	put_enum_field(buf, len, ind, "threading", (uint32_t)a->threading,
 	               &threading_table);
-	put_enum_field(buf, len, ind, "control_progress", (uint32_t)a->control_progress,
-	               &progress_table);
-	put_enum_field(buf, len, ind, "data_progress", (uint32_t)a->data_progress,
-	               &progress_table);
+	if (v2) {
+		put_enum_field(buf, len, ind, "progress", (uint32_t)a->progress,
+		               &progress_table);
+	} else {
+		put_enum_field(buf, len, ind, "control_progress",
+		               (uint32_t)a->control_progress, &progress_table);
+		put_enum_field(buf, len, ind, "data_progress", (uint32_t)a->data_progress,
+		               &progress_table);
+	}
 	put_enum_field(buf, len, ind, "resource_mgmt", (uint32_t)a->resource_mgmt,
 	               &resource_mgmt_table);
 	put_enum_field(buf, len, ind, "av_type", (uint32_t)a->av_type, &av_type_table);
@@ -633,11 +649,19 @@ static void put_domain_attr(char *buf, size_t len, const char *ind,
 	put_size_field(buf, len, ind, "max_err_data", a->max_err_data);
 	put_size_field(buf, len, ind, "mr_cnt", a->mr_cnt);
 	put(buf, len, "%s    tclass: 0x%" PRIx32 "\n", ind, a->tclass);
+	if (v2) { /* 2.x's structure has them */
+		put_size_field(buf, len, ind, "max_ep_auth_key", a->max_ep_auth_key);
+		put(buf, len, "%s    max_group_id: %" PRIu32 "\n", ind, a->max_group_id);
+		put(buf, len, "%s    max_cntr_value: %" PRIu64 "\n", ind, a->max_cntr_value);
+		put(buf, len, "%s    max_err_cntr_value: %" PRIu64 "\n", ind,
+		    a->max_err_cntr_value);
+	}
 }
 
 static void put_fabric_attr(char *buf, size_t len, const char *ind,
-                            const struct fi_fabric_attr *a)
+                            const struct fi_fabric_attr *a, bool v2)
 {
+	(void)v2; /* the same in both */
 	put(buf, len, "%sfi_fabric_attr:\n", ind);
 	put(buf, len, "%s    name: %s\n", ind, str_or_null(a->name));
 	put(buf, len, "%s    prov_name: %s\n", ind, str_or_null(a->prov_name));
@@ -646,10 +670,10 @@ static void put_fabric_attr(char *buf, size_t len, const char *ind,
 }
 
 /* A sub-structure of fi_info: its dump, or "(null)" on the name line. */
-#define PUT_SUB(buf, len, name, printer, attr)                                           \
+#define PUT_SUB(buf, len, name, printer, attr, v2)                                       \
 	do {                                                                             \
 		if (attr)                                                                \
-			printer(buf, len, "    ", attr);                                 \
+			printer(buf, len, "    ", attr, v2);                             \
 		else                                                                     \
 			put(buf, len, "    " name ": (null)\n");                         \
 	} while (0)
@@ -658,6 +682,8 @@ static void put_fabric_attr(char *buf, size_t len, const char *ind,
  * separators itself. */
 static void put_info(char *buf, size_t len, const struct fi_info *info)
 {
+	bool v2 = info->fabric_attr && FI_MAJOR(info->fabric_attr->api_version) == 2;
+
 	put(buf, len, "fi_info:\n");
 	put_flag_field(buf, len, "", "caps", info->caps, &caps_table);
 	put_flag_field(buf, len, "", "mode", info->mode, &mode_table);
@@ -668,11 +694,11 @@ static void put_info(char *buf, size_t len, const struct fi_info *info)
 	put_addr(buf, len, "    src_addr: ", info->addr_format, info->src_addr);
 	put_addr(buf, len, "    dest_addr: ", info->addr_format, info->dest_addr);
 	put_fid(buf, len, "    handle: ", info->handle);
-	PUT_SUB(buf, len, "fi_tx_attr", put_tx_attr, info->tx_attr);
-	PUT_SUB(buf, len, "fi_rx_attr", put_rx_attr, info->rx_attr);
-	PUT_SUB(buf, len, "fi_ep_attr", put_ep_attr, info->ep_attr);
-	PUT_SUB(buf, len, "fi_domain_attr", put_domain_attr, info->domain_attr);
-	PUT_SUB(buf, len, "fi_fabric_attr", put_fabric_attr, info->fabric_attr);
+	PUT_SUB(buf, len, "fi_tx_attr", put_tx_attr, info->tx_attr, v2);
+	PUT_SUB(buf, len, "fi_rx_attr", put_rx_attr, info->rx_attr, v2);
+	PUT_SUB(buf, len, "fi_ep_attr", put_ep_attr, info->ep_attr, v2);
+	PUT_SUB(buf, len, "fi_domain_attr", put_domain_attr, info->domain_attr, v2);
+	PUT_SUB(buf, len, "fi_fabric_attr", put_fabric_attr, info->fabric_attr, v2);
 	put_fid(buf, len, "    nic: ", info->nic ? &info->nic->fid : NULL);
 }
 
@@ -712,19 +738,19 @@ LM_EXPORT char *fi_tostr_r(char *buf, size_t len, const void *data, enum fi_type
 		put_enum(buf, len, rd_u32(data), &addr_format_table);
 		break;
 	case FI_TYPE_TX_ATTR:
-		put_tx_attr(buf, len, "", data);
+		put_tx_attr(buf, len, "", data, false); /* no api_version to tell */
 		break;
 	case FI_TYPE_RX_ATTR:
-		put_rx_attr(buf, len, "", data);
+		put_rx_attr(buf, len, "", data, false); /* no api_version to tell */
 		break;
 	case FI_TYPE_EP_ATTR:
-		put_ep_attr(buf, len, "", data);
+		put_ep_attr(buf, len, "", data, false); /* no api_version to tell */
 		break;
 	case FI_TYPE_DOMAIN_ATTR:
-		put_domain_attr(buf, len, "", data);
+		put_domain_attr(buf, len, "", data, false); /* no api_version to tell */
 		break;
 	case FI_TYPE_FABRIC_ATTR:
-		put_fabric_attr(buf, len, "", data);
+		put_fabric_attr(buf, len, "", data, false); /* no api_version to tell */
 		break;
 	case FI_TYPE_THREADING:
 		put_enum(buf, len, rd_u32(data), &threading_table);

@@ -5,7 +5,8 @@
 #    fi_fabric2@FABRIC_1.8) on loom's shm and tcp providers, then once on
 #    2.6 itself, which checks the program;
 #  * 2.6's own bin/fi_info on loom: --version, -l, and the answers for each
-#    provider and endpoint type.
+#    provider and endpoint type, printed with the same fields as 2.6 prints
+#    its own.
 # Every run on loom must have loaded loom's library: v2_rdm checks
 # /proc/self/maps itself, and LD_DEBUG=libs (to a private file) must show
 # "calling init: <loom dir>/libfabric.so.1" and no other libfabric.
@@ -122,6 +123,25 @@ for pe in shm:FI_EP_RDM tcp:FI_EP_RDM tcp:FI_EP_MSG; do
 			head -n 40 "$tmp/info-$prov-$ep.out" >&2
 		else
 			echo "ok: fi_info -p $prov -t $ep -v ($n answers)"
+		fi
+		# Field for field as 2.6 prints its own answer to the same call
+		# (2.x's layout: no comp_order, total_buffered_recv or control
+		# progress; fi_domain_attr's 2.x fields): the values are the
+		# providers' own.
+		rc=0
+		# (FI_MSG alone: 2.6's tcp has no tagged MSG endpoint.)
+		LD_LIBRARY_PATH="$ref26_lib" timeout 60 "$info" -p "$prov" -t "$ep" \
+			-c FI_MSG -v >"$tmp/ref-info-$prov-$ep.out" 2>&1 || rc=$?
+		on_loom "info-msg-$prov-$ep" "$info" -p "$prov" -t "$ep" -c FI_MSG -v || rc=$?
+		fields() { sed -n '1,/^---$/{/^---$/d;s/: .*/:/;p}' "$1"; }
+		if [ "$rc" != 0 ]; then
+			failmsg "2.6's fi_info -p $prov -t $ep -c FI_MSG: exit $rc"
+		elif ! diff <(fields "$tmp/ref-info-$prov-$ep.out") \
+			<(fields "$tmp/info-msg-$prov-$ep.out") >"$tmp/fields.diff"; then
+			failmsg "fi_info -p $prov -t $ep -v: fields differ from 2.6's"
+			cat "$tmp/fields.diff" >&2
+		else
+			echo "ok: fi_info -p $prov -t $ep -v prints 2.6's fields"
 		fi
 		# No 2.x capability bit loom does not implement is reported.
 		if grep -E 'FI_TAGGED_DIRECTED_RECV|FI_TAGGED_MULTI_RECV|FI_EXACT_DIRECTED_RECV' \
