@@ -12,11 +12,15 @@
 #include <strings.h>
 
 #include <rdma/fabric.h>
+#include "v1_names.h"
 
-/* The version of these tools, not of the library they run on. */
-#ifndef LOOM_TOOLS_VERSION
-#define LOOM_TOOLS_VERSION "1.17.0"
-#endif
+/* The version of these tools, not of the library they run on: the API
+ * they are built for, as libfabric's tools of that version print it. */
+#define FI_INFO_STR_(x) #x
+#define FI_INFO_STR(x)  FI_INFO_STR_(x)
+#define LOOM_TOOLS_VERSION                                                               \
+	FI_INFO_STR(FI_MAJOR_VERSION) "." FI_INFO_STR(FI_MINOR_VERSION) "." FI_INFO_STR(  \
+	    FI_REVISION_VERSION)
 
 /* getopt_long() value for the options that have no single-letter form. */
 enum { OPT_VERSION = 0x100 };
@@ -64,7 +68,7 @@ static const struct name_value mode_names[] = {
     {"FI_MSG_PREFIX", FI_MSG_PREFIX},
     {"FI_ASYNC_IOV", FI_ASYNC_IOV},
     {"FI_RX_CQ_DATA", FI_RX_CQ_DATA},
-    {"FI_LOCAL_MR", FI_LOCAL_MR},
+    {"FI_LOCAL_MR", LM_LOCAL_MR},
     {"FI_NOTIFY_FLAGS_ONLY", FI_NOTIFY_FLAGS_ONLY},
     {"FI_RESTRICTED_COMP", FI_RESTRICTED_COMP},
     {"FI_CONTEXT2", FI_CONTEXT2},
@@ -455,7 +459,7 @@ static int run_getinfo(const struct request *req)
 	ret = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), req->node,
 	                 req->service, flags, req->use_hints ? req->hints : NULL, &info);
 	if (ret) {
-		fprintf(stderr, "fi_getinfo: %d\n", ret);
+		fprintf(stderr, "fi_getinfo: %d (%s)\n", ret, fi_strerror(-ret));
 		return -ret;
 	}
 	if (req->env)
@@ -484,7 +488,7 @@ int main(int argc, char **argv)
 	 * not only those that need nothing from an application. */
 	req.hints->mode = ~0ULL;
 	req.hints->domain_attr->mode = ~0ULL;
-	req.hints->domain_attr->mr_mode = ~(FI_MR_BASIC | FI_MR_SCALABLE);
+	req.hints->domain_attr->mr_mode = ~(LM_MR_BASIC | LM_MR_SCALABLE);
 
 	build_getopt_tables(longopts, shortopts);
 	while (ret < 0 &&

@@ -30,6 +30,7 @@
 
 #include "tool_fabric.h"
 #include "tool_util.h"
+#include "v1_names.h"
 
 /*
  * The control connection (TCP, server port 47592 by default) carries, in
@@ -474,8 +475,8 @@ static int open_domain_ep(struct pp *pp, struct fi_info *info)
 	int ret = tool_open_ep(&pp->fab, info, FI_CQ_FORMAT_CONTEXT, &call);
 
 	/* The buffer is registered only where the provider needs it to be. */
-	if (!ret && (info->domain_attr->mr_mode & (FI_MR_LOCAL | FI_MR_BASIC) ||
-	             info->mode & FI_LOCAL_MR))
+	if (!ret && (info->domain_attr->mr_mode & (FI_MR_LOCAL | LM_MR_BASIC) ||
+	             info->mode & LM_LOCAL_MR))
 		ret = tool_reg_mr(&pp->fab, info, pp->buf, pp->buf_half * 2,
 		                  FI_SEND | FI_RECV, 1, &call);
 	return ret ? fi_error(call, ret) : 0;

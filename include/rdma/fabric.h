@@ -30,6 +30,10 @@
 #define EXTERNALLY_VISIBLE
 #endif
 
+/* A 1.x name that the 2.x API deprecated: each use warns, as it does with
+ * libfabric 2.x's headers, and still has its old value. */
+#define FI_DEPRECATED_NAME(pragma) _Pragma(pragma)
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -49,8 +53,8 @@ extern "C" {
 
 /* ---- Versions ------------------------------------------------------------- */
 
-#define FI_MAJOR_VERSION    1
-#define FI_MINOR_VERSION    17
+#define FI_MAJOR_VERSION    2
+#define FI_MINOR_VERSION    6
 #define FI_REVISION_VERSION 0
 
 /* A version is packed as major in the high 16 bits, minor in the low 16. */
@@ -193,7 +197,7 @@ typedef struct fid *fid_t;
 #define FI_MSG_PREFIX        (1ULL << 58)
 #define FI_ASYNC_IOV         (1ULL << 57)
 #define FI_RX_CQ_DATA        (1ULL << 56)
-#define FI_LOCAL_MR          (1ULL << 55)
+#define FI_LOCAL_MR          FI_DEPRECATED_NAME("GCC warning \"FI_LOCAL_MR is deprecated in the 2.x API\"") (1ULL << 55)
 #define FI_NOTIFY_FLAGS_ONLY (1ULL << 54)
 #define FI_RESTRICTED_COMP   (1ULL << 53)
 #define FI_CONTEXT2          (1ULL << 52)
@@ -244,15 +248,15 @@ struct fi_ioc {
 enum fi_av_type { FI_AV_UNSPEC, FI_AV_MAP, FI_AV_TABLE };
 
 /*
- * Memory registration mode.  Before 1.5 this was an enum of two exclusive
- * values; it is now a bit mask (FI_MR_BASIC and FI_MR_SCALABLE keep their old
- * values as bits 0 and 1), but the enum is kept so old code still compiles.
+ * Memory registration mode, a bit mask.  Before 1.5 it was an enum of two
+ * exclusive values, FI_MR_BASIC and FI_MR_SCALABLE; they keep their values
+ * as bits 0 and 1, deprecated.
  */
-enum fi_mr_mode {
-	FI_MR_UNSPEC,
-	FI_MR_BASIC,
-	FI_MR_SCALABLE,
-};
+#define FI_MR_UNSPEC   FI_DEPRECATED_NAME("GCC warning \"FI_MR_UNSPEC is deprecated in the 2.x API\"") (0)
+#define FI_MR_BASIC    FI_DEPRECATED_NAME("GCC warning \"FI_MR_BASIC is deprecated in the 2.x API\"") (1 << 0)
+#define FI_MR_SCALABLE FI_DEPRECATED_NAME("GCC warning \"FI_MR_SCALABLE is deprecated in the 2.x API\"") (1 << 1)
+/* The 1.x enum's name, kept so that 1.x code naming the type compiles. */
+enum fi_mr_mode { FI_MR_MODE_1X_ };
 
 #define FI_MR_LOCAL      (1 << 2)
 #define FI_MR_RAW        (1 << 3)
@@ -288,7 +292,7 @@ enum fi_resource_mgmt { FI_RM_UNSPEC, FI_RM_DISABLED, FI_RM_ENABLED };
  * "X after Y" for X, Y in {Read, Write, Send}; bits 32-39 are the same
  * question asked separately for RMA and for atomics.
  */
-#define FI_ORDER_NONE   0ULL
+#define FI_ORDER_NONE   FI_DEPRECATED_NAME("GCC warning \"FI_ORDER_NONE is deprecated in the 2.x API\"") 0ULL
 #define FI_ORDER_RAR    (1ULL << 0)
 #define FI_ORDER_RAW    (1ULL << 1)
 #define FI_ORDER_RAS    (1ULL << 2)
@@ -298,10 +302,10 @@ enum fi_resource_mgmt { FI_RM_UNSPEC, FI_RM_DISABLED, FI_RM_ENABLED };
 #define FI_ORDER_SAR    (1ULL << 6)
 #define FI_ORDER_SAW    (1ULL << 7)
 #define FI_ORDER_SAS    (1ULL << 8)
-#define FI_ORDER_STRICT 0x1FF
+#define FI_ORDER_STRICT FI_DEPRECATED_NAME("GCC warning \"FI_ORDER_STRICT is deprecated in the 2.x API\"") 0x1FF
 
 /* Data placement order, for comp_order. */
-#define FI_ORDER_DATA (1ULL << 16)
+#define FI_ORDER_DATA FI_DEPRECATED_NAME("GCC warning \"FI_ORDER_DATA is deprecated in the 2.x API\"") (1ULL << 16)
 
 #define FI_ORDER_RMA_RAR    (1ULL << 32)
 #define FI_ORDER_RMA_RAW    (1ULL << 33)

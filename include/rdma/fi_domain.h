@@ -259,7 +259,7 @@ struct fi_ops_mr {
 };
 
 /* fi_domain_bind flag: report memory registration completions on the EQ. */
-#define FI_REG_MR (1ULL << 59)
+#define FI_REG_MR FI_DEPRECATED_NAME("GCC warning \"FI_REG_MR is deprecated in the 2.x API\"") (1ULL << 59)
 
 struct fid_domain {
 	struct fid fid;
@@ -305,13 +305,13 @@ static inline int fi_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *a
 	return domain->ops->cntr_open(domain, attr, cntr, context);
 }
 
-static inline int fi_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
+static inline FI_DEPRECATED_FUNC int fi_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
                                struct fid_wait **waitset)
 {
 	return fabric->ops->wait_open(fabric, attr, waitset);
 }
 
-static inline int fi_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
+static inline FI_DEPRECATED_FUNC int fi_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
                                struct fid_poll **pollset)
 {
 	return domain->ops->poll_open(domain, attr, pollset);
@@ -411,7 +411,7 @@ static inline int fi_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
 	return domain->ops->av_open(domain, attr, av, context);
 }
 
-static inline int fi_av_bind(struct fid_av *av, struct fid *fid, uint64_t flags)
+static inline FI_DEPRECATED_FUNC int fi_av_bind(struct fid_av *av, struct fid *fid, uint64_t flags)
 {
 	return av->fid.ops->bind(&av->fid, fid, flags);
 }

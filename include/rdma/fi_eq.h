@@ -273,23 +273,23 @@ static inline int fi_trywait(struct fid_fabric *fabric, struct fid **fids, int c
 	return fabric->ops->trywait(fabric, fids, count);
 }
 
-static inline int fi_wait(struct fid_wait *waitset, int timeout)
+static inline FI_DEPRECATED_FUNC int fi_wait(struct fid_wait *waitset, int timeout)
 {
 	return waitset->ops->wait(waitset, timeout);
 }
 
-static inline int fi_poll(struct fid_poll *pollset, void **context, int count)
+static inline FI_DEPRECATED_FUNC int fi_poll(struct fid_poll *pollset, void **context, int count)
 {
 	return pollset->ops->poll(pollset, context, count);
 }
 
-static inline int fi_poll_add(struct fid_poll *pollset, struct fid *event_fid,
+static inline FI_DEPRECATED_FUNC int fi_poll_add(struct fid_poll *pollset, struct fid *event_fid,
                               uint64_t flags)
 {
 	return pollset->ops->poll_add(pollset, event_fid, flags);
 }
 
-static inline int fi_poll_del(struct fid_poll *pollset, struct fid *event_fid,
+static inline FI_DEPRECATED_FUNC int fi_poll_del(struct fid_poll *pollset, struct fid *event_fid,
                               uint64_t flags)
 {
 	return pollset->ops->poll_del(pollset, event_fid, flags);

@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "core.h"
+#include "v1_names.h"
 
 #define REJECT(what, ...)                                                                \
 	do {                                                                             \
@@ -82,11 +83,11 @@ static int thread_rank(enum fi_threading t)
  * fi_domain, fi_mr), not basic registration's bits. */
 static int app_mr_bits(uint32_t version, const struct fi_info *hints, int mr_mode)
 {
-	int local = (hints->mode & FI_LOCAL_MR) ? FI_MR_LOCAL : 0;
+	int local = (hints->mode & LM_LOCAL_MR) ? FI_MR_LOCAL : 0;
 
-	if (mr_mode == FI_MR_BASIC)
+	if (mr_mode == LM_MR_BASIC)
 		return MR_BASIC_BITS | local;
-	if (mr_mode == FI_MR_SCALABLE)
+	if (mr_mode == LM_MR_SCALABLE)
 		return local;
 	if (FI_VERSION_LT(version, FI_VERSION(1, 5)))
 		return MR_BASIC_BITS | local;
@@ -104,7 +105,7 @@ static int match_mr(uint32_t version, const struct fi_info *tmpl,
 	int have = tmpl->domain_attr->mr_mode & ~LM_MR_PREFERRED;
 	bool preferred = tmpl->domain_attr->mr_mode & LM_MR_PREFERRED;
 	bool legacy = FI_VERSION_LT(version, FI_VERSION(1, 5)) ||
-	              (h && (h->mr_mode == FI_MR_BASIC || h->mr_mode == FI_MR_SCALABLE));
+	              (h && (h->mr_mode == LM_MR_BASIC || h->mr_mode == LM_MR_SCALABLE));
 	int accept, mr_mode;
 
 	/* No hints from 1.5 on: the provider's own choice. */
@@ -119,9 +120,9 @@ static int match_mr(uint32_t version, const struct fi_info *tmpl,
 	out->domain_attr->mr_mode = mr_mode;
 	if (legacy) {
 		if (mr_mode & FI_MR_LOCAL)
-			out->mode |= FI_LOCAL_MR;
+			out->mode |= LM_LOCAL_MR;
 		out->domain_attr->mr_mode =
-		    (mr_mode & MR_BASIC_BITS) ? FI_MR_BASIC : FI_MR_SCALABLE;
+		    (mr_mode & MR_BASIC_BITS) ? LM_MR_BASIC : LM_MR_SCALABLE;
 	}
 	return 0;
 }

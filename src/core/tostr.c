@@ -14,6 +14,7 @@
 #include <rdma/fi_trigger.h>
 
 #include "core.h"
+#include "v1_names.h"
 
 /* fi_tostr's private buffer; its size is part of the observable behaviour
  * (long output is cut at the same place as in libfabric). */
@@ -116,7 +117,7 @@ static const struct flag_name msg_order_flags[] = {
 
 static const struct flag_name mode_flags[] = {
     FLAG(FI_CONTEXT),         FLAG(FI_MSG_PREFIX), FLAG(FI_ASYNC_IOV),
-    FLAG(FI_RX_CQ_DATA),      FLAG(FI_LOCAL_MR),   FLAG(FI_NOTIFY_FLAGS_ONLY),
+    FLAG(FI_RX_CQ_DATA),      {LM_LOCAL_MR, "FI_LOCAL_MR"}, FLAG(FI_NOTIFY_FLAGS_ONLY),
     FLAG(FI_RESTRICTED_COMP), FLAG(FI_CONTEXT2),   FLAG(FI_BUFFERED_RECV),
 };
 
@@ -138,7 +139,7 @@ static const struct flag_name cq_event_flags[] = {
 };
 
 static const struct flag_name mr_mode_flags[] = {
-    FLAG(FI_MR_BASIC),    FLAG(FI_MR_SCALABLE),   FLAG(FI_MR_LOCAL),
+    {LM_MR_BASIC, "FI_MR_BASIC"}, {LM_MR_SCALABLE, "FI_MR_SCALABLE"}, FLAG(FI_MR_LOCAL),
     FLAG(FI_MR_RAW),      FLAG(FI_MR_VIRT_ADDR),  FLAG(FI_MR_ALLOCATED),
     FLAG(FI_MR_PROV_KEY), FLAG(FI_MR_MMU_NOTIFY), FLAG(FI_MR_RMA_EVENT),
     FLAG(FI_MR_ENDPOINT), FLAG(FI_MR_HMEM),       FLAG(FI_MR_COLLECTIVE),
@@ -173,11 +174,11 @@ static void put_flags(char *buf, size_t len, uint64_t value, const struct flag_t
  * reported together as STRICT (all set) or NONE (none set). */
 static void put_comp_order(char *buf, size_t len, uint64_t value)
 {
-	if ((value & FI_ORDER_STRICT) == FI_ORDER_STRICT)
+	if ((value & LM_ORDER_STRICT) == LM_ORDER_STRICT)
 		put(buf, len, "FI_ORDER_STRICT, ");
-	if ((value & FI_ORDER_STRICT) == 0)
+	if ((value & LM_ORDER_STRICT) == 0)
 		put(buf, len, "FI_ORDER_NONE, ");
-	if (value & FI_ORDER_DATA)
+	if (value & LM_ORDER_DATA)
 		put(buf, len, "FI_ORDER_DATA, ");
 	drop_separator(buf, len);
 }

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "util.h"
+#include "v1_names.h"
 
 void lm_lock_init(struct lm_lock *l, bool on)
 {
@@ -201,7 +202,7 @@ static int domain_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 
 	if (!bfid || bfid->fclass != FI_CLASS_EQ)
 		return -FI_EINVAL;
-	if (flags & ~FI_REG_MR)
+	if (flags & ~LM_REG_MR)
 		return -FI_EBADFLAGS;
 	if (dom->eq)
 		return -FI_EALREADY;

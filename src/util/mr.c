@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "util.h"
+#include "v1_names.h"
 
 struct lm_mr_map {
 	struct lm_hmap keys; /* lm_mr.node by key */
@@ -27,7 +28,7 @@ static int mr_mode(const struct lm_domain *dom)
 {
 	int mode = dom->mr_mode;
 
-	if (mode & FI_MR_BASIC)
+	if (mode & LM_MR_BASIC)
 		mode |= FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
 	return mode;
 }
@@ -410,7 +411,7 @@ static int mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t f
 	 * event can be read, as the man page requires. */
 	prev = *out;
 	*out = &mr->mr_fid;
-	if (dom->eq && (dom->eq_flags & FI_REG_MR)) {
+	if (dom->eq && (dom->eq_flags & LM_REG_MR)) {
 		struct fi_eq_entry entry = {
 		    .fid = &mr->mr_fid.fid,
 		    .context = attr->context,

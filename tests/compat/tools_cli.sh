@@ -11,8 +11,10 @@
 set -euo pipefail
 
 SYS_LIB=/usr/lib/x86_64-linux-gnu/libfabric.so.1
-REF_INFO=/usr/bin/fi_info
-REF_STRERROR=/usr/bin/fi_strerror
+# REF_TOOLS: a directory of reference tools to use instead (libfabric 2.6's,
+# built for the 2.x API as loom's tools now are).
+REF_INFO=${REF_TOOLS:-/usr/bin}/fi_info
+REF_STRERROR=${REF_TOOLS:-/usr/bin}/fi_strerror
 
 die() {
 	echo "FAIL: $*" >&2

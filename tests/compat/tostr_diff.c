@@ -14,6 +14,7 @@
 
 #include <rdma/fabric.h>
 #include <rdma/fi_errno.h>
+#include "v1_names.h"
 
 /* Pointers appear in the output (handle, nic, fid, BGQ/MLX addresses), so
  * every object whose address is printed lives in an arena mapped at a fixed
@@ -195,7 +196,7 @@ static struct fi_tx_attr tx_some = {
     .mode = FI_CONTEXT,
     .op_flags = FI_COMPLETION | FI_INJECT_COMPLETE,
     .msg_order = FI_ORDER_SAS | FI_ORDER_RMA_WAW,
-    .comp_order = FI_ORDER_NONE,
+    .comp_order = LM_ORDER_NONE,
     .inject_size = 64,
     .size = 1024,
     .iov_limit = 4,
@@ -216,8 +217,8 @@ static struct fi_rx_attr rx_some = {
     .caps = FI_MSG | FI_RECV | FI_DIRECTED_RECV,
     .mode = FI_CONTEXT2 | FI_RX_CQ_DATA,
     .op_flags = FI_MULTI_RECV,
-    .msg_order = FI_ORDER_STRICT,
-    .comp_order = FI_ORDER_DATA,
+    .msg_order = LM_ORDER_STRICT,
+    .comp_order = LM_ORDER_DATA,
     .total_buffered_recv = 7,
     .size = 512,
     .iov_limit = 8,
@@ -522,7 +523,7 @@ static void print_truncation(const char *what, const void *data, enum fi_type ty
 static void print_truncations(struct fi_info *info)
 {
 	uint64_t caps = FI_MSG | FI_RMA | FI_TAGGED | FI_HMEM;
-	uint64_t order = 0x1ff | FI_ORDER_DATA;
+	uint64_t order = 0x1ff | LM_ORDER_DATA;
 	int ep = FI_EP_RDM;
 	int junk = 0;
 	char *buf = malloc(64);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "pair.h"
+#include "v1_names.h"
 
 #define MSG     4096
 #define N       (96 * 256) /* 96 MiB of 4 KiB messages */
@@ -80,7 +81,7 @@ static void receiver(void)
 	size_t posted = 0, got = 0;
 	struct fi_cq_tagged_entry c;
 	/* Message t goes to slot t % 64, posted once the slot is free again.
-	 * Completions may come in any order (comp_order is FI_ORDER_NONE:
+	 * Completions may come in any order (comp_order is LM_ORDER_NONE:
 	 * past its eager credit a message goes by rendezvous, which completes
 	 * after eager ones sent behind it); each must be its own message,
 	 * whole, and come once. */

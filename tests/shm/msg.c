@@ -9,6 +9,7 @@
 
 #include "check.h"
 #include "shmtest.h"
+#include "v1_names.h"
 
 #define SENDER   1 /* rank 1 sends, so a correct FI_SOURCE address is 1, not 0 */
 #define RECEIVER 0
@@ -364,7 +365,7 @@ static void selective(char *buf)
 		CHECK(cntr_reach(E.scntr, N));
 		CHECK_INT(fi_cntr_read(E.scntr), N);
 		CHECK_INT(fi_cntr_readerr(E.scntr), 0);
-		/* In any order (comp_order is FI_ORDER_NONE): a 9000-byte
+		/* In any order (comp_order is LM_ORDER_NONE): a 9000-byte
 		 * send waits for the receiver's copy, a small one does not. */
 		for (int i = 0, seen = 0; i < N; i += 2) {
 			int k;

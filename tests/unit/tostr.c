@@ -15,6 +15,7 @@
 #include <rdma/providers/fi_log.h>
 
 #include "check.h"
+#include "v1_names.h"
 
 static void expect_str(const char *what, const char *got, const char *want)
 {
@@ -130,7 +131,7 @@ static void check_enums(void)
 	expect_int("log level 4", 4, FI_TYPE_LOG_LEVEL, "Unknown");
 	expect_int("log subsys", FI_LOG_EP_CTRL, FI_TYPE_LOG_SUBSYS, "ep_ctrl");
 	expect_int("log subsys", FI_LOG_CNTR, FI_TYPE_LOG_SUBSYS, "cntr");
-	expect_int("version", 0, FI_TYPE_VERSION, "1.17.0");
+	expect_int("version", 0, FI_TYPE_VERSION, "2.6.0");
 }
 
 /* ---- structures ---------------------------------------------------------- */
@@ -140,7 +141,7 @@ static struct fi_tx_attr tx = {FI_MSG | FI_SEND,
                                FI_CONTEXT,
                                FI_INJECT | FI_COMPLETION,
                                FI_ORDER_SAS,
-                               FI_ORDER_STRICT,
+                               LM_ORDER_STRICT,
                                64,
                                1024,
                                4,
@@ -148,7 +149,7 @@ static struct fi_tx_attr tx = {FI_MSG | FI_SEND,
                                0x12};
 static struct fi_rx_attr rx = {
     FI_MSG | FI_RECV, FI_CONTEXT2, FI_MULTI_RECV, FI_ORDER_SAS | FI_ORDER_RAR,
-    FI_ORDER_NONE,    7,           512,           8};
+    LM_ORDER_NONE,    7,           512,           8};
 static struct fi_ep_attr ep = {FI_EP_RDM, FI_PROTO_SHM, 3, 1 << 20, 0, 100, 200,
                                300,       0xaaaa,       1, 2,       4, key};
 static struct fi_fabric_attr fab = {NULL, "fname", "prov", FI_VERSION(3, 4),

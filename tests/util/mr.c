@@ -12,6 +12,7 @@
 
 #include "check.h"
 #include "testdom.h"
+#include "v1_names.h"
 
 #define RW (FI_REMOTE_READ | FI_REMOTE_WRITE)
 
@@ -506,7 +507,7 @@ static void test_async_registration(void)
 
 	CHECK_INT(testdom_open(&t, FI_THREAD_SAFE, NULL, NULL), 0);
 	CHECK_INT(fi_eq_open(t.fabric, &eattr, &eq, NULL), 0);
-	CHECK_INT(fi_domain_bind(t.domain, &eq->fid, FI_REG_MR), 0);
+	CHECK_INT(fi_domain_bind(t.domain, &eq->fid, LM_REG_MR), 0);
 	CHECK_INT(fi_mr_reg(t.domain, buf, sizeof(buf), RW, 0, 0, 0, &mr, &ctx), 0);
 	CHECK(mr != NULL);
 	memset(&entry, 0, sizeof(entry));
@@ -534,7 +535,7 @@ static void test_compat_modes(void)
 
 	CHECK_INT(testdom_open(&t, FI_THREAD_SAFE, NULL, NULL), 0);
 	dom = dom_of(&t);
-	dom->mr_mode = FI_MR_BASIC;
+	dom->mr_mode = LM_MR_BASIC;
 	CHECK_INT(fi_mr_reg(t.domain, buf, sizeof(buf), RW, 0, 5, 0, &mr, NULL), 0);
 	CHECK_INT(
 	    verify(dom, fi_mr_key(mr), addr_of(buf) + 63, 1, FI_REMOTE_READ, buf + 63),
@@ -542,7 +543,7 @@ static void test_compat_modes(void)
 	CHECK_INT(verify(dom, fi_mr_key(mr), 0, 1, FI_REMOTE_READ, NULL), -FI_EACCES);
 	CHECK_INT(fi_close(&mr->fid), 0);
 
-	dom->mr_mode = FI_MR_SCALABLE;
+	dom->mr_mode = LM_MR_SCALABLE;
 	CHECK_INT(fi_mr_reg(t.domain, buf, sizeof(buf), RW, 0, 5, 0, &mr, NULL), 0);
 	CHECK_HEX(fi_mr_key(mr), 5);
 	CHECK_INT(verify(dom, 5, 63, 1, FI_REMOTE_READ, buf + 63), 0);

@@ -1,6 +1,10 @@
 /* poll.c - poll sets on the utiltest domain: membership rules, which CQs
  * and counters fi_poll reports (and when it stops reporting them), the
  * progress it drives, and the references members hold. */
+/* The calls libfabric 2.x deprecated (wait and poll sets, fi_av_bind) are
+ * tested here on purpose: 1.x programs still make them. */
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
 #include <stdlib.h>
 #include <unistd.h>
 

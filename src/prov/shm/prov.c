@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "shm.h"
+#include "v1_names.h"
 
 /* Bounce buffers beat one process_vm_readv up to about here (bench/). */
 #define SHM_EAGER_DEF 4096
@@ -22,7 +23,7 @@ static struct fi_tx_attr shm_tx = {
     .caps = SHM_CAPS & LM_TX_CAPS,
     .op_flags = 0,
     .msg_order = FI_ORDER_SAS,
-    .comp_order = FI_ORDER_NONE,
+    .comp_order = LM_ORDER_NONE,
     .inject_size = 4096,
     .size = 1024,
     .iov_limit = LM_IOV_LIMIT,
@@ -32,7 +33,7 @@ static struct fi_rx_attr shm_rx = {
     .caps = SHM_CAPS & LM_RX_CAPS,
     .op_flags = 0,
     .msg_order = FI_ORDER_SAS,
-    .comp_order = FI_ORDER_NONE,
+    .comp_order = LM_ORDER_NONE,
     .total_buffered_recv = (size_t)64 << 20, /* unexpected data held, at most */
     .size = 1024,
     .iov_limit = LM_IOV_LIMIT,

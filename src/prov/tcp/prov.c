@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "tcp.h"
+#include "v1_names.h"
 
 #define TCP_CAPS                                                                         \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV | FI_READ |         \
@@ -30,7 +31,7 @@ static struct tcp_params params = {
 static const struct fi_tx_attr tcp_tx = {
     .caps = TCP_TX_CAPS,
     .msg_order = FI_ORDER_SAS,
-    .comp_order = FI_ORDER_NONE,
+    .comp_order = LM_ORDER_NONE,
     .inject_size = 4096,
     .size = 1024,
     .iov_limit = LM_IOV_LIMIT,
@@ -39,7 +40,7 @@ static const struct fi_tx_attr tcp_tx = {
 static const struct fi_rx_attr tcp_rx = {
     .caps = TCP_RX_CAPS,
     .msg_order = FI_ORDER_SAS,
-    .comp_order = FI_ORDER_NONE,
+    .comp_order = LM_ORDER_NONE,
     .total_buffered_recv = (size_t)64 << 20, /* unexpected data held, at most */
     .size = 1024,
     .iov_limit = LM_IOV_LIMIT,
