@@ -77,6 +77,13 @@ struct fi_ops_av {
 	                       size_t *len);
 	int (*av_set)(struct fid_av *av, struct fi_av_set_attr *attr,
 	              struct fid_av_set **av_set, void *context);
+	/* 2.x: addresses with authorization keys, user ids (none offered) */
+	int (*insert_auth_key)(struct fid_av *av, const void *auth_key, size_t auth_key_size,
+	                       fi_addr_t *fi_addr, uint64_t flags);
+	int (*lookup_auth_key)(struct fid_av *av, fi_addr_t fi_addr, void *auth_key,
+	                       size_t *auth_key_size);
+	int (*set_user_id)(struct fid_av *av, fi_addr_t fi_addr, fi_addr_t user_id,
+	                   uint64_t flags);
 };
 
 struct fid_av {
@@ -103,6 +110,13 @@ enum fi_hmem_iface {
 	FI_HMEM_NEURON,
 	FI_HMEM_SYNAPSEAI,
 };
+
+/* A ZE device named by driver and device index, as fi_mr_attr.device.ze
+ * takes it. */
+static inline int fi_hmem_ze_device(int driver_index, int device_index)
+{
+	return driver_index << 16 | device_index;
+}
 
 struct fi_mr_attr {
 	const struct iovec *mr_iov;
@@ -171,6 +185,11 @@ enum fi_datatype {
 	 * value for programs that size tables with it. */
 	FI_INT128 = FI_DATATYPE_LAST,
 	FI_UINT128,
+	/* 2.x's floating-point types (no provider of loom's takes them) */
+	FI_FLOAT16,
+	FI_BFLOAT16,
+	FI_FLOAT8_E4M3,
+	FI_FLOAT8_E5M2,
 	FI_VOID = FI_COLLECTIVE_OFFSET,
 };
 
@@ -194,7 +213,9 @@ enum fi_op {
 	FI_CSWAP_GE,
 	FI_CSWAP_GT,
 	FI_MSWAP,
-	FI_ATOMIC_OP_LAST,
+	FI_DIFF, /* 2.x (no provider of loom's takes it) */
+	/* The 1.x bound, kept: programs size tables with it. */
+	FI_ATOMIC_OP_LAST = FI_DIFF,
 	FI_NOOP = FI_COLLECTIVE_OFFSET,
 };
 
@@ -455,11 +476,43 @@ static inline const char *fi_av_straddr(struct fid_av *av, const void *addr, cha
 	return av->ops->straddr(av, addr, buf, len);
 }
 
+/* The 2.x calls of the slots above: -FI_ENOSYS from a table without them. */
+static inline int fi_av_insert_auth_key(struct fid_av *av, const void *auth_key,
+                                        size_t auth_key_size, fi_addr_t *fi_addr,
+                                        uint64_t flags)
+{
+	return FI_CHECK_OP(av->ops, struct fi_ops_av, insert_auth_key)
+	           ? av->ops->insert_auth_key(av, auth_key, auth_key_size, fi_addr, flags)
+	           : -FI_ENOSYS;
+}
+
+static inline int fi_av_lookup_auth_key(struct fid_av *av, fi_addr_t addr, void *auth_key,
+                                        size_t *auth_key_size)
+{
+	return FI_CHECK_OP(av->ops, struct fi_ops_av, lookup_auth_key)
+	           ? av->ops->lookup_auth_key(av, addr, auth_key, auth_key_size)
+	           : -FI_ENOSYS;
+}
+
+static inline int fi_av_set_user_id(struct fid_av *av, fi_addr_t fi_addr, fi_addr_t user_id,
+                                    uint64_t flags)
+{
+	return FI_CHECK_OP(av->ops, struct fi_ops_av, set_user_id)
+	           ? av->ops->set_user_id(av, fi_addr, user_id, flags)
+	           : -FI_ENOSYS;
+}
+
 /* Scalable endpoints: the receive context index rides in the top rx_ctx_bits
  * of the address, above the AV's own index. */
 static inline fi_addr_t fi_rx_addr(fi_addr_t fi_addr, int rx_index, int rx_ctx_bits)
 {
 	return (fi_addr_t)(((uint64_t)rx_index << (64 - rx_ctx_bits)) | fi_addr);
+}
+
+/* 2.x: a group id in the high 32 bits of an address. */
+static inline fi_addr_t fi_group_addr(fi_addr_t fi_addr, uint32_t group_id)
+{
+	return (fi_addr_t)(((uint64_t)group_id << 32) | fi_addr);
 }
 
 #ifdef __cplusplus

@@ -240,6 +240,7 @@ struct fid_cq {
 
 enum fi_cntr_events {
 	FI_CNTR_EVENTS_COMP,
+	FI_CNTR_EVENTS_BYTES, /* 2.x: bytes rather than completions (not offered) */
 };
 
 struct fi_cntr_attr {

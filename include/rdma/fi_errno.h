@@ -78,6 +78,8 @@ enum {
 	FI_ENOAV = 267,
 	FI_EOVERRUN = 268, /* a queue dropped entries it had no room for */
 	FI_ENORX = 269,    /* peer had no receive buffer posted */
+	FI_ENOMR = 270,    /* no more memory registrations (2.x) */
+	FI_EFIREWALLADDR = 271, /* the host is behind a firewall (2.x) */
 	FI_ERRNO_MAX
 };
 

@@ -15,6 +15,12 @@ extern "C" {
 #define FI_MPI_IGNORE_TAG     ((uint64_t)UINT32_MAX)
 #define FI_MPI_IGNORE_PAYLOAD ((uint64_t)UINT8_MAX << 32)
 
+/* The tag of an MPI message in that format. */
+static inline uint64_t fi_tag_mpi(int tag, uint8_t payload_id)
+{
+	return ((uint64_t)payload_id << 32) | (uint64_t)(uint32_t)tag;
+}
+
 /* One fi_tsendmsg/fi_trecvmsg request.  A receive matches an incoming tag t
  * when (t | ignore) == (tag | ignore); senders leave ignore at zero. */
 struct fi_msg_tagged {

@@ -25,6 +25,9 @@ static const char *const fi_only_text[] = {
     [FI_ENOAV - FI_ERRNO_OFFSET] = "Missing or unavailable address vector",
     [FI_EOVERRUN - FI_ERRNO_OFFSET] = "Queue has been overrun",
     [FI_ENORX - FI_ERRNO_OFFSET] = "Receiver not ready, no receive buffers available",
+    /* 2.x's, as 2.6 words them (its spelling too: programs compare). */
+    [FI_ENOMR - FI_ERRNO_OFFSET] = "Memory registration limit exceeded",
+    [FI_EFIREWALLADDR - FI_ERRNO_OFFSET] = "Host unreacheable due to firewall",
 };
 
 /* Unknown errno values get "Unknown error N" built per call; a buffer per

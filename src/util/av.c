@@ -634,6 +634,29 @@ static const struct fi_ops av_fid_ops = {
     .ops_open = lm_fid_no_ops_open,
 };
 
+/* The 2.x slots: authorization keys and user ids, which no provider of
+ * loom's offers (FI_AUTH_KEY, FI_AV_USER_ID are not advertised). */
+static int av_no_insert_auth_key(struct fid_av *av, const void *auth_key, size_t size,
+                                 fi_addr_t *fi_addr, uint64_t flags)
+{
+	(void)av, (void)auth_key, (void)size, (void)fi_addr, (void)flags;
+	return -FI_ENOSYS;
+}
+
+static int av_no_lookup_auth_key(struct fid_av *av, fi_addr_t fi_addr, void *auth_key,
+                                 size_t *size)
+{
+	(void)av, (void)fi_addr, (void)auth_key, (void)size;
+	return -FI_ENOSYS;
+}
+
+static int av_no_set_user_id(struct fid_av *av, fi_addr_t fi_addr, fi_addr_t user_id,
+                             uint64_t flags)
+{
+	(void)av, (void)fi_addr, (void)user_id, (void)flags;
+	return -FI_ENOSYS;
+}
+
 static const struct fi_ops_av av_ops = {
     .size = sizeof(struct fi_ops_av),
     .insert = av_insert,
@@ -643,6 +666,9 @@ static const struct fi_ops_av av_ops = {
     .lookup = av_lookup,
     .straddr = av_straddr,
     .av_set = av_set_open,
+    .insert_auth_key = av_no_insert_auth_key,
+    .lookup_auth_key = av_no_lookup_auth_key,
+    .set_user_id = av_no_set_user_id,
 };
 
 int lm_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av **av_out,

@@ -164,6 +164,10 @@ strerr 1
 strerr 259
 strerr 261
 strerr -265
+if [ -n "${REF_TOOLS:-}" ]; then # the codes 2.x added
+	strerr 270
+	strerr -271
+fi
 strerr 99999
 strerr 0x10
 strerr abc

@@ -21,7 +21,8 @@ static void expect(int errnum, const char *want)
 	}
 }
 
-/* Texts as the reference libfabric 1.17 prints them (glibc, C locale). */
+/* Texts as the reference libfabric 1.17 prints them (glibc, C locale), and
+ * 2.6 for the codes 2.x added. */
 static void check_texts(void)
 {
 	static const char *const fi_codes[] = {
@@ -39,6 +40,9 @@ static void check_texts(void)
 	    "Missing or unavailable address vector",
 	    "Queue has been overrun",
 	    "Receiver not ready, no receive buffers available",
+	    /* 2.x's codes, as libfabric 2.6 prints them */
+	    "Memory registration limit exceeded",
+	    "Host unreacheable due to firewall",
 	};
 
 	for (int i = 0; i < (int)(sizeof(fi_codes) / sizeof(fi_codes[0])); i++) {

@@ -303,6 +303,17 @@ static void test_table_binary(void)
 	CHECK(fi_av_straddr(av, NULL, s, &len) == NULL);
 	CHECK(fi_av_straddr(av, &other, s, NULL) == NULL);
 
+	/* The 2.x calls loom does not offer (no FI_AUTH_KEY, FI_AV_USER_ID). */
+	{
+		fi_addr_t a = FI_ADDR_NOTAVAIL;
+		size_t key_size = sizeof(other);
+
+		CHECK_INT(fi_av_insert_auth_key(av, &other, sizeof(other), &a, 0), -FI_ENOSYS);
+		CHECK_HEX(a, FI_ADDR_NOTAVAIL);
+		CHECK_INT(fi_av_lookup_auth_key(av, 1, &other, &key_size), -FI_ENOSYS);
+		CHECK_INT(fi_av_set_user_id(av, 1, 7, 0), -FI_ENOSYS);
+	}
+
 	/* Remove: all or nothing, flags reserved. */
 	fi_addr_t rm[2] = {1, 99};
 	CHECK_INT(fi_av_remove(av, rm, 2, 0), -FI_EINVAL);
