@@ -73,15 +73,25 @@ int lm_info_match(uint32_t version, const struct fi_info *tmpl,
 int lm_info_match_list(uint32_t version, const struct fi_info *const *tmpls,
 		       const struct fi_info *hints, struct fi_info **info);
 
-/* Capability groups (man fi_getinfo). */
+/* The receive capabilities of API 2.0, on bits that meant other things
+ * before (FI_EXACT_DIRECTED_RECV's is 1.x's FI_VARIABLE_MSG): what a
+ * caller of an older version is offered depends on the version it passes
+ * (lm_info_match). */
+#define LM_CAPS_V2                                                                       \
+	(FI_TAGGED_DIRECTED_RECV | FI_TAGGED_MULTI_RECV | FI_EXACT_DIRECTED_RECV)
+
+/* Capability groups (man fi_getinfo).  FI_VARIABLE_MSG and
+ * FI_EXACT_DIRECTED_RECV are one bit, primary in either meaning. */
 #define LM_PRIMARY_CAPS                                                                  \
 	(FI_MSG | FI_RMA | FI_TAGGED | FI_ATOMIC | FI_MULTICAST | FI_NAMED_RX_CTX |      \
-	 FI_DIRECTED_RECV | FI_VARIABLE_MSG | FI_HMEM | FI_COLLECTIVE)
+	 FI_DIRECTED_RECV | FI_TAGGED_DIRECTED_RECV | FI_EXACT_DIRECTED_RECV |           \
+	 FI_VARIABLE_MSG | FI_HMEM | FI_COLLECTIVE)
 #define LM_MSG_MODIFIERS (FI_SEND | FI_RECV)
 #define LM_RMA_MODIFIERS (FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
 #define LM_SECONDARY_CAPS                                                                \
-	(FI_MULTI_RECV | FI_SOURCE | FI_RMA_EVENT | FI_SHARED_AV | FI_TRIGGER |          \
-	 FI_FENCE | FI_LOCAL_COMM | FI_REMOTE_COMM | FI_SOURCE_ERR | FI_RMA_PMEM)
+	(FI_MULTI_RECV | FI_TAGGED_MULTI_RECV | FI_SOURCE | FI_RMA_EVENT |               \
+	 FI_SHARED_AV | FI_TRIGGER | FI_FENCE | FI_LOCAL_COMM | FI_REMOTE_COMM |         \
+	 FI_SOURCE_ERR | FI_RMA_PMEM)
 #define LM_TX_MODIFIERS (FI_SEND | FI_READ | FI_WRITE)
 #define LM_RX_MODIFIERS (FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE)
 /* The capabilities that apply to transmit and to receive contexts (man
@@ -94,7 +104,7 @@ int lm_info_match_list(uint32_t version, const struct fi_info *const *tmpls,
 #define LM_RX_CAPS                                                                       \
 	(FI_MSG | FI_RMA | FI_TAGGED | FI_ATOMIC | LM_RX_MODIFIERS | FI_HMEM |           \
 	 FI_TRIGGER | FI_RMA_PMEM | FI_DIRECTED_RECV | FI_VARIABLE_MSG | FI_MULTI_RECV | \
-	 FI_SOURCE | FI_RMA_EVENT | FI_SOURCE_ERR | FI_COLLECTIVE)
+	 FI_SOURCE | FI_RMA_EVENT | FI_SOURCE_ERR | FI_COLLECTIVE | LM_CAPS_V2)
 
 /* In a template's domain_attr->mr_mode only: its other bits are what the
  * provider prefers, not what it needs.  The answer keeps those the

@@ -29,8 +29,10 @@
  * FI_SEND, not FI_RECV). */
 static uint64_t expand_caps(uint64_t caps, uint64_t mods)
 {
-	if ((caps & (FI_MSG | FI_TAGGED | FI_COLLECTIVE | FI_VARIABLE_MSG)) &&
-	    !(caps & LM_MSG_MODIFIERS))
+	/* Not FI_VARIABLE_MSG's bit: no provider offers that capability, and
+	 * from 2.0 on the bit is FI_EXACT_DIRECTED_RECV, which like
+	 * FI_DIRECTED_RECV asks for no operation. */
+	if ((caps & (FI_MSG | FI_TAGGED | FI_COLLECTIVE)) && !(caps & LM_MSG_MODIFIERS))
 		caps |= LM_MSG_MODIFIERS & mods;
 	if ((caps & (FI_RMA | FI_ATOMIC)) && !(caps & LM_RMA_MODIFIERS))
 		caps |= LM_RMA_MODIFIERS & mods;
@@ -383,13 +385,47 @@ static int copy_addr(void **dst, size_t *dstlen, const void *src, size_t len)
 	return 0;
 }
 
+/* The template's capabilities a caller of version asking hints is not
+ * offered.  Before 2.0 the bit of FI_EXACT_DIRECTED_RECV is
+ * FI_VARIABLE_MSG, which no provider here implements; the two tagged bits
+ * name no capability there, so a caller that asks for them speaks 2.x
+ * (an old version number with new headers) and gets them.  From 2.0 on,
+ * exact directed receive is reported only when asked for: it refuses
+ * FI_ADDR_UNSPEC receives, which a program that asked for everything
+ * (caps 0) and opens its endpoint with the answer does not expect. */
+static uint64_t caps_hidden(uint32_t version, const struct fi_info *hints)
+{
+	uint64_t asked = 0;
+
+	if (hints)
+		asked = hints->caps | (hints->rx_attr ? hints->rx_attr->caps : 0);
+	if (FI_VERSION_LT(version, FI_VERSION(2, 0)))
+		return FI_EXACT_DIRECTED_RECV |
+		       ((FI_TAGGED_DIRECTED_RECV | FI_TAGGED_MULTI_RECV) & ~asked);
+	return FI_EXACT_DIRECTED_RECV & ~asked;
+}
+
 int lm_info_match(uint32_t version, const struct fi_info *tmpl,
                   const struct fi_info *hints, struct fi_info **out)
 {
+	uint64_t hide = caps_hidden(version, hints);
+	struct fi_info view;
+	struct fi_rx_attr rx_view;
 	struct fi_info *o;
 	int ret = 0;
 
 	*out = NULL;
+	/* Matched and answered as if the template lacked what it hides. */
+	if ((tmpl->caps | (tmpl->rx_attr ? tmpl->rx_attr->caps : 0)) & hide) {
+		view = *tmpl;
+		view.caps &= ~hide;
+		if (tmpl->rx_attr) {
+			rx_view = *tmpl->rx_attr;
+			rx_view.caps &= ~hide;
+			view.rx_attr = &rx_view;
+		}
+		tmpl = &view;
+	}
 	o = lm_info_dup(tmpl);
 	if (!o)
 		return -FI_ENOMEM;

@@ -827,6 +827,18 @@ static const struct fi_ops_cm ep_cm_ops = {
 
 /* ---- fi_endpoint ------------------------------------------------------------ */
 
+/* Do the receives of one kind honour their source address?  (man
+ * fi_getinfo: FI_TAGGED_DIRECTED_RECV leaves untagged receives taking any
+ * source; FI_EXACT_DIRECTED_RECV alone directs both kinds.) */
+static bool directed(uint64_t caps, bool tagged)
+{
+	if (caps & FI_DIRECTED_RECV)
+		return true;
+	if (caps & FI_TAGGED_DIRECTED_RECV)
+		return tagged;
+	return caps & FI_EXACT_DIRECTED_RECV;
+}
+
 static int tables_init(struct lm_rdm_ep *ep)
 {
 	size_t tx_bytes = sizeof(struct lm_rdm_tx) + ep->inject_size;
@@ -853,9 +865,15 @@ static int tables_init(struct lm_rdm_ep *ep)
 	    lm_bufpool_init(&ep->small_pool, 256, 64, 64, 0) ||
 	    lm_bufpool_init(&ep->ctl_pool, sizeof(struct lm_rdm_ctl), 0, 32, 0))
 		return -FI_ENOMEM;
-	if (lm_match_init(&ep->msg, false, ep->caps & FI_DIRECTED_RECV) ||
-	    lm_match_init(&ep->tagged, true, ep->caps & FI_DIRECTED_RECV))
+	if (lm_match_init(&ep->msg, false, directed(ep->caps, false)) ||
+	    lm_match_init(&ep->tagged, true, directed(ep->caps, true)))
 		return -FI_ENOMEM;
+	/* A connected endpoint has one source, which its receives (and
+	 * a shared receive context's) name FI_ADDR_UNSPEC. */
+	if ((ep->caps & FI_EXACT_DIRECTED_RECV) && !ep->connected) {
+		ep->msg_exact = ep->msg.directed;
+		ep->tagged_exact = ep->tagged.directed;
+	}
 	if (lm_hmap_init(&ep->peers, 64))
 		return -FI_ENOMEM;
 	return 0;
@@ -893,6 +911,9 @@ int lm_rdm_endpoint(struct fid_domain *domain, struct fi_info *info,
 	lm_lock_init(&ep->lock, dom->util.shared);
 	ep->dom = dom;
 	ep->caps = info->caps ? info->caps : dom->util.caps;
+	/* Before API 2.0 that bit is FI_VARIABLE_MSG, never offered here. */
+	if (dom->util.fabric->fabric_fid.api_version < FI_VERSION(2, 0))
+		ep->caps &= ~FI_EXACT_DIRECTED_RECV;
 	ep->ctx.ep = ep;
 	ep->ctx.ep_fid.fid.fclass = FI_CLASS_EP;
 	ep->ctx.ep_fid.fid.context = context;

@@ -949,10 +949,17 @@ static LM_HOT_INLINE ssize_t post_recv(struct lm_rdm_ep *ep, const struct iovec 
 		ret = -FI_EOPBADSTATE;
 		goto out;
 	}
-	if (!(ep->caps & FI_DIRECTED_RECV))
+	if (!m->directed) {
 		src = FI_ADDR_UNSPEC;
-	/* A directed receive names a peer of the AV. */
-	if (src != FI_ADDR_UNSPEC && !ep->connected && !lm_av_addr(ep->av, src)) {
+	} else if (src == FI_ADDR_UNSPEC) {
+		/* FI_EXACT_DIRECTED_RECV: every receive names its source
+		 * (but FI_CLAIM, which takes the message its peek chose). */
+		if ((tagged ? ep->tagged_exact : ep->msg_exact) && !(flags & FI_CLAIM)) {
+			ret = -FI_EINVAL;
+			goto out;
+		}
+	} else if (!ep->connected && !lm_av_addr(ep->av, src)) {
+		/* A directed receive names a peer of the AV. */
 		ret = -FI_EINVAL;
 		goto out;
 	}

@@ -396,7 +396,12 @@ struct lm_rdm_ep {
 	size_t rndv_count;
 	struct lm_list rndv_active;
 
+	/* Directed receive (lm_match.directed) is chosen per kind at open:
+	 * FI_DIRECTED_RECV directs both, FI_TAGGED_DIRECTED_RECV tagged ones;
+	 * FI_EXACT_DIRECTED_RECV directs both unless the latter narrows it,
+	 * and makes the directed kinds refuse FI_ADDR_UNSPEC. */
 	struct lm_match msg, tagged;
+	bool msg_exact, tagged_exact;
 	struct lm_bufpool rx_pool;    /* lm_rdm_rx */
 	struct lm_bufpool unexp_pool; /* lm_rdm_unexp */
 	struct lm_bufpool small_pool; /* eager payloads up to inline_max */

@@ -290,7 +290,8 @@ int st_open_local(struct st_ep *e, const struct st_opts *o)
 	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED;
 	hints->domain_attr->threading = o->threading;
 	/* LOOM_TEST_NODE: the source address to use (e.g. ::1 for IPv6). */
-	ret = fi_getinfo(FI_VERSION(1, 17), getenv("LOOM_TEST_NODE"), NULL,
+	ret = fi_getinfo(o->version ? o->version : FI_VERSION(1, 17),
+	                 getenv("LOOM_TEST_NODE"), NULL,
 	                 getenv("LOOM_TEST_NODE") ? FI_SOURCE : 0, hints, &e->info);
 	fi_freeinfo(hints);
 	TRY(ret);

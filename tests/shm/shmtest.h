@@ -22,6 +22,7 @@
 /* How one endpoint is opened; zero fields take the defaults noted. */
 struct st_opts {
 	uint64_t caps;         /* 0: FI_MSG | FI_TAGGED | FI_SOURCE | FI_DIRECTED_RECV */
+	uint32_t version;      /* API version asked for (0: FI_VERSION(1, 17)) */
 	uint64_t tx_op_flags;  /* tx_attr->op_flags hint */
 	enum fi_wait_obj wait; /* CQ wait object (0: FI_WAIT_NONE) */
 	bool selective;        /* bind the CQs with FI_SELECTIVE_COMPLETION */

@@ -17,9 +17,18 @@
  *     addresses and provider keys), and the answer never needs a bit the
  *     application did not offer; 0 is answered with 0.
  *   - tcp's source address is filled in without a node, from the chosen
- *     interface (port 0) or the FI_SOURCE service. */
+ *     interface (port 0) or the FI_SOURCE service.
+ *   - the receive capabilities of API 2.0: FI_TAGGED_DIRECTED_RECV and
+ *     FI_EXACT_DIRECTED_RECV on RDM endpoints (primary: reported when
+ *     asked for; exact directed receive, which refuses FI_ADDR_UNSPEC
+ *     receives, not even to a caller asking for everything),
+ *     FI_TAGGED_MULTI_RECV on every tagged endpoint (secondary: reported
+ *     unasked); none of them to a caller of API 1.x that did not ask for
+ *     it, and FI_EXACT_DIRECTED_RECV's bit, 1.x's FI_VARIABLE_MSG, never
+ *     to one. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include <rdma/fabric.h>
@@ -28,6 +37,8 @@
 #include "check.h"
 
 #define TAG_ALL 0xaaaaaaaaaaaaaaaaULL
+
+#define V2_CAPS (FI_TAGGED_DIRECTED_RECV | FI_TAGGED_MULTI_RECV | FI_EXACT_DIRECTED_RECV)
 
 /* man fi_endpoint: the capabilities that apply to each direction. */
 #define TX_CAPS                                                                          \
@@ -38,10 +49,11 @@
 	(FI_MSG | FI_RMA | FI_TAGGED | FI_ATOMIC | FI_REMOTE_READ | FI_REMOTE_WRITE |    \
 	 FI_RECV | FI_HMEM | FI_TRIGGER | FI_RMA_PMEM | FI_DIRECTED_RECV |               \
 	 FI_VARIABLE_MSG | FI_MULTI_RECV | FI_SOURCE | FI_RMA_EVENT | FI_SOURCE_ERR |    \
-	 FI_COLLECTIVE)
+	 FI_COLLECTIVE | V2_CAPS)
 #define PRIMARY_CAPS                                                                     \
 	(FI_MSG | FI_RMA | FI_TAGGED | FI_ATOMIC | FI_MULTICAST | FI_NAMED_RX_CTX |      \
-	 FI_DIRECTED_RECV | FI_VARIABLE_MSG | FI_HMEM | FI_COLLECTIVE)
+	 FI_DIRECTED_RECV | FI_VARIABLE_MSG | FI_HMEM | FI_COLLECTIVE |                  \
+	 FI_TAGGED_DIRECTED_RECV | FI_EXACT_DIRECTED_RECV)
 
 static struct fi_info *hints_for(const char *prov, enum fi_ep_type type, uint64_t op_flags)
 {
@@ -157,6 +169,86 @@ static void check_caps(const char *prov, enum fi_ep_type type)
 	fi_freeinfo(h);
 }
 
+/* fi_getinfo(version, hints asking caps and rx_caps) on prov: -FI_ENODATA
+ * when want_none, else every answer's caps hold exactly `have` of
+ * V2_CAPS, and so does its rx_attr unless rx_caps narrowed it. */
+static void check_v2(const char *prov, enum fi_ep_type type, uint32_t version,
+                     uint64_t caps, uint64_t rx_caps, bool want_none, uint64_t have)
+{
+	struct fi_info *h = bare_hints(prov, type), *info = NULL, *i;
+	int ret;
+
+	h->caps = caps;
+	h->rx_attr->caps = rx_caps;
+	ret = fi_getinfo(version, NULL, NULL, 0, h, &info);
+	if (want_none) {
+		if (ret != -FI_ENODATA)
+			fprintf(stderr, "%s type %d version %#x caps %#llx rx %#llx\n",
+			        prov, type, version, (unsigned long long)caps,
+			        (unsigned long long)rx_caps);
+		CHECK_INT(ret, -FI_ENODATA);
+	} else {
+		CHECK_INT(ret, 0);
+		CHECK(info != NULL);
+	}
+	for (i = info; i; i = i->next) {
+		CHECK_HEX(i->caps & V2_CAPS, have);
+		/* Receive caps asked for narrow the context's to them and
+		 * the secondaries. */
+		if (rx_caps)
+			CHECK_HEX(i->rx_attr->caps & V2_CAPS,
+			          have & (rx_caps | FI_TAGGED_MULTI_RECV));
+		else
+			CHECK_HEX(i->rx_attr->caps & V2_CAPS, have);
+		CHECK_HEX(i->tx_attr->caps & V2_CAPS, 0);
+		CHECK_HEX(i->caps & caps, caps);
+	}
+	fi_freeinfo(info);
+	fi_freeinfo(h);
+}
+
+static void check_v2_caps(const char *prov, enum fi_ep_type type)
+{
+	const uint32_t v1 = FI_VERSION(1, 17), v2 = FI_VERSION(2, 0);
+	const uint64_t tdr = FI_TAGGED_DIRECTED_RECV, tmr = FI_TAGGED_MULTI_RECV;
+	const uint64_t edr = FI_EXACT_DIRECTED_RECV;
+	bool rdm = type == FI_EP_RDM;
+	struct fi_info *info = NULL, *i;
+
+	/* A caller asking for everything: the tagged ones, not exactness. */
+	setenv("FI_PROVIDER", prov, 1);
+	CHECK_INT(fi_getinfo(v2, NULL, NULL, 0, NULL, &info), 0);
+	for (i = info; i; i = i->next)
+		CHECK_HEX(i->caps & V2_CAPS,
+		          i->ep_attr->type == FI_EP_RDM ? tdr | tmr : tmr);
+	fi_freeinfo(info);
+	info = NULL;
+	CHECK_INT(fi_getinfo(v1, NULL, NULL, 0, NULL, &info), 0);
+	for (i = info; i; i = i->next)
+		CHECK_HEX(i->caps & V2_CAPS, 0);
+	fi_freeinfo(info);
+	unsetenv("FI_PROVIDER");
+	check_v2(prov, type, v2, 0, 0, false, rdm ? tdr | tmr : tmr);
+	check_v2(prov, type, v1, 0, 0, false, 0);
+
+	/* Primaries asked for; the secondary comes unasked from 2.0 on. */
+	check_v2(prov, type, v2, FI_TAGGED, 0, false, tmr);
+	check_v2(prov, type, v1, FI_TAGGED, 0, false, 0);
+	check_v2(prov, type, v2, FI_TAGGED | tdr, 0, !rdm, tdr | tmr);
+	check_v2(prov, type, v2, tdr, 0, !rdm, tdr | tmr);
+	check_v2(prov, type, v2, FI_MSG | FI_TAGGED | edr, 0, !rdm, edr | tmr);
+	check_v2(prov, type, v2, FI_MSG | FI_DIRECTED_RECV | edr, 0, !rdm, edr | tmr);
+	check_v2(prov, type, v2, FI_TAGGED | tdr | edr, 0, !rdm, tdr | edr | tmr);
+	check_v2(prov, type, v2, FI_TAGGED | tmr, 0, false, tmr);
+	/* Asked in rx_attr only. */
+	check_v2(prov, type, v2, 0, edr, !rdm, rdm ? tdr | tmr | edr : 0);
+	/* API 1.x: what it asks for of the two tagged bits; never bit 48. */
+	check_v2(prov, type, v1, FI_TAGGED | tdr, 0, !rdm, tdr);
+	check_v2(prov, type, v1, FI_TAGGED | tmr, 0, false, tmr);
+	check_v2(prov, type, v1, FI_MSG | FI_VARIABLE_MSG, 0, true, 0);
+	check_v2(prov, type, v1, 0, FI_VARIABLE_MSG, true, 0);
+}
+
 static void check_mr_mode(const char *prov, enum fi_ep_type type)
 {
 	static const int bits[] = {FI_MR_LOCAL,     FI_MR_RAW,      FI_MR_VIRT_ADDR,
@@ -230,6 +322,9 @@ int main(void)
 	check_caps("shm", FI_EP_RDM);
 	check_caps("tcp", FI_EP_RDM);
 	check_caps("tcp", FI_EP_MSG);
+	check_v2_caps("shm", FI_EP_RDM);
+	check_v2_caps("tcp", FI_EP_RDM);
+	check_v2_caps("tcp", FI_EP_MSG);
 	check_mr_mode("shm", FI_EP_RDM);
 	check_mr_mode("tcp", FI_EP_RDM);
 	check_mr_mode("tcp", FI_EP_MSG);
