@@ -649,13 +649,15 @@ static void check_parsers(const uint8_t *d, size_t n)
 
 		memcpy(&f, d + off, sizeof(f));
 		for (size_t i = 0; i < sizeof(lim) / sizeof(lim[0]); i++) {
-			/* A packet's frame, or the empty ACK_NOW. */
-			bool fits = f.flags == TCP_FRAME_ACK_NOW
-			                ? !f.len && !f.hdr_len
+			/* A packet's frame, the empty ACK_NOW, or RCVD. */
+			bool link = f.flags == TCP_FRAME_ACK_NOW || f.flags == TCP_FRAME_RCVD;
+			bool fits = f.flags == TCP_FRAME_ACK_NOW ? !f.len && !f.hdr_len
+			            : f.flags == TCP_FRAME_RCVD
+			                ? f.len == sizeof(uint64_t) && !f.hdr_len
 			                : f.hdr_len == lim[i].hdr && f.len <= lim[i].max;
 
 			ret = tcp_frame_check(&f, lim[i].hdr, lim[i].max);
-			FZ_ASSERT(ret <= 0 && (!ret || !fits || (f.flags && f.flags != TCP_FRAME_ACK_NOW)),
+			FZ_ASSERT(ret <= 0 && (!ret || !fits || (f.flags && !link)),
 			          "tcp_frame_check = %d for len %u hdr_len %u flags %u",
 			          ret, f.len, f.hdr_len, f.flags);
 			FZ_ASSERT(ret || fits,
@@ -696,7 +698,12 @@ struct answers {
 static void answers_feed(struct answers *a, const uint8_t *p, size_t n)
 {
 	while (n) {
-		size_t need = a->hello_done ? FRAME_LEN + HDR_LEN : HELLO_LEN, k;
+		/* After the handshake: a frame header, then the engine header
+		 * of a packet's frame (RCVD and ACK_NOW frames carry none). */
+		size_t need = !a->hello_done        ? HELLO_LEN
+		              : a->have < FRAME_LEN ? FRAME_LEN
+		                                    : FRAME_LEN + HDR_LEN,
+		       k;
 
 		if (a->skip) {
 			k = n < a->skip ? n : a->skip;
@@ -712,6 +719,20 @@ static void answers_feed(struct answers *a, const uint8_t *p, size_t n)
 		n -= k;
 		if (a->have < need)
 			break;
+		if (need == FRAME_LEN) {
+			struct tcp_frame f;
+
+			memcpy(&f, a->head, sizeof(f));
+			if (f.flags == TCP_FRAME_RCVD || f.flags == TCP_FRAME_ACK_NOW) {
+				FZ_ASSERT(!a->nacked, "A sent data after its NACK");
+				FZ_ASSERT(!tcp_frame_check(&f, HDR_LEN, MAX_PAYLOAD),
+				          "A sent a malformed link frame: len %u hdr_len %u",
+				          f.len, f.hdr_len);
+				a->have = 0;
+				a->skip = f.len;
+			}
+			continue; /* a packet's: its engine header next */
+		}
 		a->have = 0;
 		if (!a->hello_done) {
 			struct tcp_hello h;

@@ -344,6 +344,28 @@ static bool raw_read(struct raw *r, void *p, size_t n)
 	return true;
 }
 
+/* The next packet's frame and engine header from A (HEAD_LEN bytes),
+ * past the link's own frames that carry no packet: RCVD (A telling how
+ * much of ours it read) and ACK_NOW. */
+static bool raw_head(struct raw *r, uint8_t *b)
+{
+	for (;;) {
+		struct tcp_frame f;
+		uint64_t told;
+
+		if (!raw_read(r, b, FRAME_LEN))
+			return false;
+		memcpy(&f, b, FRAME_LEN);
+		if (f.flags == TCP_FRAME_RCVD) {
+			if (!raw_read(r, &told, sizeof(told)))
+				return false;
+			continue;
+		}
+		if (f.flags != TCP_FRAME_ACK_NOW)
+			return raw_read(r, b + FRAME_LEN, HEAD_LEN - FRAME_LEN);
+	}
+}
+
 /* Whether A has sent nothing on r (that has arrived). */
 static bool raw_quiet(struct raw *r)
 {
@@ -491,7 +513,7 @@ static struct lm_rdm_hdr raw_answer(struct raw *r)
 	struct tcp_frame f;
 	struct lm_rdm_hdr h = {0};
 
-	if (!raw_read(r, b, sizeof(b)))
+	if (!raw_head(r, b))
 		return h;
 	memcpy(&f, b, FRAME_LEN);
 	CHECK_INT(f.len, 0);
@@ -687,7 +709,7 @@ static void case_tagged_ack(void)
 	CHECK_INT(comps[0].src, r.fa);
 	check_landed(&g, payload, LEN);
 
-	CHECK(raw_read(&r, ans, sizeof(ans)));
+	CHECK(raw_head(&r, ans));
 	memcpy(&f, ans, FRAME_LEN);
 	memcpy(&h, ans + FRAME_LEN, HDR_LEN);
 	CHECK_INT(tcp_frame_check(&f, HDR_LEN, 65536), 0);
@@ -1151,7 +1173,7 @@ static struct lm_rdm_hdr raw_packet(struct raw *r, uint8_t *payload, size_t cap,
 	struct lm_rdm_hdr h = {0};
 
 	*plen = 0;
-	if (!raw_read(r, b, sizeof(b)))
+	if (!raw_head(r, b))
 		return h;
 	memcpy(&f, b, FRAME_LEN);
 	CHECK_INT(f.hdr_len, HDR_LEN);

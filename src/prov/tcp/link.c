@@ -66,6 +66,9 @@ struct tcp_conn {
 	bool wr_broken; /* a write failed: the peer is gone, read what it left */
 	bool ack_now;   /* an ACK_NOW frame was read: acknowledge at once */
 	uint64_t rx_count; /* reads that brought bytes */
+	/* Bytes read from the socket, where the handshake's ended, and how
+	 * many of those after it the peer was last told (RCVD frame). */
+	uint64_t rx_bytes, rx_base, rx_told;
 	/* A payload being read straight into the engine's buffer
 	 * (lm_link_attr.place), and whether the packets are large ones that
 	 * are placed so: then a read takes only the next header. */
@@ -145,6 +148,8 @@ int tcp_frame_check(const struct tcp_frame *f, size_t hdr_size, size_t max_paylo
 {
 	if (f->flags == TCP_FRAME_ACK_NOW)
 		return f->len || f->hdr_len ? -FI_EINVAL : 0;
+	if (f->flags == TCP_FRAME_RCVD)
+		return f->len != sizeof(uint64_t) || f->hdr_len ? -FI_EINVAL : 0;
 	if (f->hdr_len != hdr_size || f->len > max_payload || f->flags)
 		return -FI_EINVAL;
 	return 0;
@@ -632,10 +637,26 @@ static int place_continue(struct tcp_link *l, struct tcp_conn *c)
 		}
 		c->place_done += (size_t)n;
 		c->rx_count++;
+		c->rx_bytes += (uint64_t)n;
 	}
 	c->placing = false;
 	l->placed(l->arg, &c->peer->addr, c->place_hdr, c->place_len);
 	return 1;
+}
+
+/* The peer has read v bytes of what we wrote on c (its RCVD frame): those
+ * are safe in its process, whatever happens to ours.  A peer claiming
+ * more than we wrote is held to what we wrote. */
+static void rcvd(struct tcp_conn *c, uint64_t v)
+{
+	struct lm_link_peer *p = c->peer;
+
+	if (!p || p->conn != c)
+		return;
+	if (v > p->taken - p->base)
+		v = p->taken - p->base;
+	if (p->base + v > p->acked)
+		p->acked = p->base + v;
 }
 
 /* The peer waits for our acknowledgement of what it sent: send it now
@@ -699,6 +720,7 @@ static int conn_read(struct tcp_link *l, struct tcp_conn *c, int budget)
 				return delivered;
 			c->in_len += (size_t)n;
 			c->rx_count++;
+			c->rx_bytes += (uint64_t)n;
 		}
 
 		while (c->state != CONN_UP) {
@@ -714,6 +736,8 @@ static int conn_read(struct tcp_link *l, struct tcp_conn *c, int budget)
 				on_answer(l, c, &h);
 			if (c->closed)
 				return -1;
+			if (c->state == CONN_UP) /* the stream of frames starts */
+				c->rx_base = c->rx_bytes - (c->in_len - off);
 		}
 		while (c->state == CONN_UP && c->in_len - off >= fh) {
 			struct tcp_frame f;
@@ -732,6 +756,16 @@ static int conn_read(struct tcp_link *l, struct tcp_conn *c, int budget)
 			if (f.flags == TCP_FRAME_ACK_NOW) {
 				off += fh;
 				c->ack_now = true;
+				continue;
+			}
+			if (f.flags == TCP_FRAME_RCVD) {
+				uint64_t v;
+
+				if (c->in_len - off < fh + sizeof(v))
+					break;
+				memcpy(&v, c->in + off + fh, sizeof(v));
+				off += fh + sizeof(v);
+				rcvd(c, v);
 				continue;
 			}
 			whole = fh + f.hdr_len + f.len;
@@ -966,9 +1000,11 @@ static int tcp_link_poll(struct lm_link *link, int budget)
 static ssize_t send_pkts(struct tcp_link *l, struct lm_link_peer *p,
                          const struct lm_link_pkt *pkts, size_t count)
 {
-	struct iovec v[TCP_BATCH_MAX * (2 + LM_IOV_LIMIT)];
-	unsigned char gather[TCP_GATHER_MAX];
+	struct iovec v[TCP_BATCH_MAX * (2 + LM_IOV_LIMIT) + 1];
+	unsigned char gather[TCP_GATHER_MAX + sizeof(struct tcp_rcvd)];
 	struct tcp_frame f[TCP_BATCH_MAX];
+	struct tcp_rcvd told;
+	bool telling = false;
 	size_t first[TCP_BATCH_MAX + 1], size[TCP_BATCH_MAX] = {0};
 	struct tcp_conn *c = p->conn;
 	size_t nv = 0, total = 0, k, acc;
@@ -1002,6 +1038,18 @@ static ssize_t send_pkts(struct tcp_link *l, struct lm_link_peer *p,
 		return -FI_EAGAIN;
 	if (count > TCP_BATCH_MAX)
 		count = TCP_BATCH_MAX;
+	/* What we read of the peer's bytes since we last said, in front of
+	 * the first packet (and part of it, should the write stop inside). */
+	if (c->rx_bytes - c->rx_base > c->rx_told) {
+		told = (struct tcp_rcvd){
+		    .f = {.len = sizeof(told.bytes), .flags = TCP_FRAME_RCVD},
+		    .bytes = c->rx_bytes - c->rx_base};
+		v[nv].iov_base = &told;
+		v[nv++].iov_len = sizeof(told);
+		size[0] = sizeof(told);
+		total = sizeof(told);
+		telling = true;
+	}
 	for (k = 0; k < count; k++) {
 		size_t len = 0;
 
@@ -1013,7 +1061,7 @@ static ssize_t send_pkts(struct tcp_link *l, struct lm_link_peer *p,
 			return -FI_EMSGSIZE;
 		f[k] = (struct tcp_frame){.len = (uint32_t)len,
 		                          .hdr_len = (uint16_t)l->hdr_size};
-		first[k] = nv;
+		first[k] = k ? nv : 0; /* packet 0 starts with the RCVD frame, if any */
 		v[nv].iov_base = &f[k];
 		v[nv++].iov_len = sizeof(f[k]);
 		v[nv].iov_base = (void *)pkts[k].hdr;
@@ -1021,11 +1069,11 @@ static ssize_t send_pkts(struct tcp_link *l, struct lm_link_peer *p,
 		if (pkts[k].iov_count) /* an empty payload's iov may be NULL */
 			memcpy(v + nv, pkts[k].iov, pkts[k].iov_count * sizeof(*v));
 		nv += pkts[k].iov_count;
-		size[k] = sizeof(f[k]) + l->hdr_size + len;
-		total += size[k];
+		size[k] += sizeof(f[k]) + l->hdr_size + len;
+		total += sizeof(f[k]) + l->hdr_size + len;
 	}
 	first[count] = nv;
-	gathered = total <= TCP_GATHER_MAX;
+	gathered = total <= sizeof(gather);
 	/* At most one packet waits in the output buffer: its rest, after a
 	 * partial write.  Behind it, the engine keeps its packets queued
 	 * (-FI_EAGAIN) rather than this link copying them. */
@@ -1049,6 +1097,8 @@ static ssize_t send_pkts(struct tcp_link *l, struct lm_link_peer *p,
 		n = sendmsg(c->fd, &(struct msghdr){.msg_iov = v, .msg_iovlen = nv},
 		            MSG_NOSIGNAL | MSG_DONTWAIT);
 	}
+	if (n > 0 && telling)
+		c->rx_told = told.bytes; /* out, or its rest in c->out */
 	if (n == (ssize_t)total) {
 		p->taken += total;
 		return (ssize_t)count;
@@ -1133,8 +1183,10 @@ static void ack_request(struct tcp_link *l, struct lm_link_peer *p, struct tcp_c
 		}
 		ev_set(l, c, true);
 	}
-	if (n > 0)
+	if (n > 0) {
 		p->nudged = p->taken;
+		p->taken += sizeof(f); /* stream positions count every byte */
+	}
 }
 
 static bool tcp_link_delivered(struct lm_link *link, struct lm_link_peer *p, uint64_t mark,
@@ -1288,6 +1340,19 @@ err:
  * had not sent yet (messages whose sends completed here). */
 #define CLOSE_DRAIN_MAX (1024 * 1024)
 
+/* Before closing: tell the peer what we read of its bytes, so that its
+ * sends that ended there complete, though the acknowledgement its kernel
+ * waited for may never come (a reset, should more arrive unread). */
+static void rcvd_last(struct tcp_conn *c)
+{
+	struct tcp_rcvd r = {.f = {.len = sizeof(r.bytes), .flags = TCP_FRAME_RCVD},
+	                     .bytes = c->rx_bytes - c->rx_base};
+
+	if (r.bytes > c->rx_told &&
+	    send(c->fd, &r, sizeof(r), MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof(r))
+		c->rx_told = r.bytes;
+}
+
 static void conn_drain(struct tcp_conn *c)
 {
 	char buf[16384];
@@ -1311,6 +1376,8 @@ static void tcp_link_close(struct lm_link *link)
 		 * the close ends the stream after it (no reset). */
 		if (c->state == CONN_UP && c->out_len)
 			out_flush(l, c);
+		if (c->state == CONN_UP && !c->out_len && !c->wr_broken)
+			rcvd_last(c);
 		conn_drain(c);
 		conn_close(l, c, false);
 	}

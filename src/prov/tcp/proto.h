@@ -24,9 +24,9 @@
  *
  * hdr_len must equal the engine's header size and len be at most the
  * link's max_payload; anything else closes the connection with an error
- * (the peer is broken or hostile).  The one exception is a frame with
- * flags TCP_FRAME_ACK_NOW, len 0 and hdr_len 0, and nothing after it: no
- * packet, but a request to acknowledge what came at once.  A sender whose
+ * (the peer is broken or hostile).  The exceptions carry no packet: RCVD
+ * (below), and a frame with flags TCP_FRAME_ACK_NOW, len 0 and hdr_len 0,
+ * and nothing after it: a request to acknowledge what came at once.  A sender whose
  * send waits for its acknowledgement (it completes only then) sends one
  * when the receiver's kernel delays it: that kernel acknowledges a lone
  * small segment only after some 40 ms when its side of the connection
@@ -41,7 +41,7 @@
 #define TCP_MAGIC         0x005043544d4f4f4cULL /* "LOOMTCP" little-endian */
 /* The engine's packets travel inside: version 2 carries wire version 4
  * (eager credit), which a version 1 peer would not honour; version 3 has
- * the ACK_NOW frame. */
+ * the ACK_NOW and RCVD frames. */
 #define TCP_PROTO_VERSION 3
 
 enum tcp_hello_kind {
@@ -107,6 +107,17 @@ struct tcp_frame {
 
 _Static_assert(sizeof(struct tcp_frame) == 8, "frame header is 8 bytes");
 #define TCP_FRAME_ACK_NOW 1
+/* RCVD: len 8, hdr_len 0, then 8 bytes: how many bytes of the stream after
+ * the handshake the sender of this frame has read from us.  They are safe
+ * in its process: a send whose packet ends there is complete without
+ * asking the kernel about acknowledgements.  It rides in front of a
+ * packet when there is news. */
+#define TCP_FRAME_RCVD 2
+struct tcp_rcvd {
+	struct tcp_frame f;
+	uint64_t bytes;
+};
+_Static_assert(sizeof(struct tcp_rcvd) == 16, "RCVD frame is 16 bytes");
 
 /* The most payload one frame carries (the link's max_payload): rendezvous
  * data goes in pieces of this size.  Large, so a stream costs few frames
