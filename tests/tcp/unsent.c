@@ -30,7 +30,8 @@
 static int sender(struct st_ep *e, char *buf)
 {
 	struct fi_cq_tagged_entry c;
-	int posted = 0, done = 0;
+	struct fi_cq_err_entry err;
+	int posted = 0, done = 0, failed = 0;
 	uint64_t end;
 
 	for (posted = 0; posted < NMSG; posted++) {
@@ -47,12 +48,20 @@ static int sender(struct st_ep *e, char *buf)
 	while (st_now_us() < end && done < posted) {
 		ssize_t n = fi_cq_read(e->txcq, &c, 1);
 
-		if (n == 1)
+		if (n == 1) {
 			done++;
-		else
+		} else if (n == -FI_EAVAIL) {
+			/* Not complete, and the receiver must not get it. */
+			memset(&err, 0, sizeof(err));
+			CHECK_INT(fi_cq_readerr(e->txcq, &err, 0), 1);
+			fprintf(stderr, "sender: a send failed: %s\n", fi_strerror(err.err));
+			failed++;
+			break;
+		} else {
 			CHECK_INT(n, -FI_EAGAIN);
+		}
 	}
-	fprintf(stderr, "sender: %d of %d sends complete\n", done, posted);
+	fprintf(stderr, "sender: %d of %d sends complete, %d failed\n", done, posted, failed);
 	st_allgather(&done, sizeof(done), buf);
 	st_barrier(); /* the receiver's message is on its way */
 	usleep(100 * 1000);
@@ -67,7 +76,7 @@ static int recver(struct st_ep *e, char *buf)
 	int done, got = 0;
 	fi_addr_t src;
 
-	st_allgather(NULL, 0, all); /* the sender has polled: its count */
+	st_allgather(&got, sizeof(got), all); /* the sender has polled: its count */
 	memcpy(&done, all + SENDER * ST_SLOT, sizeof(done));
 	CHECK_INT(fi_send(e->ep, buf, 64, NULL, e->addr[SENDER], NULL), 0);
 	st_barrier();
