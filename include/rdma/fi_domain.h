@@ -118,8 +118,30 @@ static inline int fi_hmem_ze_device(int driver_index, int device_index)
 	return driver_index << 16 | device_index;
 }
 
+/* A dma-buf region, named by fi_mr_attr.dmabuf when fi_mr_regattr is given
+ * FI_MR_DMABUF. */
+struct fi_mr_dmabuf {
+	int fd;
+	uint64_t offset;
+	size_t len;
+	void *base_addr;
+};
+
+/* With an endpoint that has FI_AV_AUTH_KEY, fi_mr_attr.auth_key may point to
+ * this instead of a key: the key a peer's address was inserted with. */
+struct fi_mr_auth_key {
+	struct fid_av *av;
+	fi_addr_t src_addr;
+};
+
+/* The attributes grew with the API; a provider reads only the fields the
+ * caller's API version has: up to device before 1.22, hmem_data and
+ * page_size from 1.22, base_mr and sub_mr_cnt from 2.0. */
 struct fi_mr_attr {
-	const struct iovec *mr_iov;
+	union {
+		const struct iovec *mr_iov;
+		const struct fi_mr_dmabuf *dmabuf; /* with FI_MR_DMABUF */
+	};
 	size_t iov_count;
 	uint64_t access;
 	uint64_t offset;
@@ -135,7 +157,12 @@ struct fi_mr_attr {
 		int ze;
 		int neuron;
 		int synapseai;
+		int rocr;
 	} device;
+	void *hmem_data;
+	size_t page_size;
+	const struct fid_mr *base_mr;
+	size_t sub_mr_cnt;
 };
 
 /* Argument of fi_control(FI_REFRESH), which fi_mr_refresh builds. */

@@ -183,7 +183,8 @@ struct fi_cq_tagged_entry {
 };
 
 /* olen is how much a truncated message would have needed.  As for EQs,
- * err_data lives only until the CQ is read again. */
+ * err_data lives only until the CQ is read again.  src_addr (API 1.20 on)
+ * is the peer the failed operation concerned, when it is known. */
 struct fi_cq_err_entry {
 	void *op_context;
 	uint64_t flags;
@@ -196,6 +197,7 @@ struct fi_cq_err_entry {
 	int prov_errno;
 	void *err_data;
 	size_t err_data_size;
+	fi_addr_t src_addr;
 };
 
 /* With FI_CQ_COND_THRESHOLD, fi_cq_sread's cond points to a size_t count of

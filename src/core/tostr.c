@@ -84,6 +84,7 @@ static const struct flag_name caps_flags[] = {
     FLAG(FI_REMOTE_COMM),  FLAG(FI_SHARED_AV),
     FLAG(FI_RMA_EVENT),    FLAG(FI_SOURCE),
     FLAG(FI_NAMED_RX_CTX), FLAG(FI_DIRECTED_RECV),
+    FLAG(FI_AV_USER_ID),   FLAG(FI_PEER),
     FLAG(FI_HMEM),
 };
 

@@ -334,6 +334,17 @@ static ssize_t cq_read(struct fid_cq *cq_fid, void *buf, size_t count)
 	return cq_readfrom(cq_fid, buf, count, NULL);
 }
 
+/* How much of an error entry the caller's API version has: the entry grew
+ * err_data_size in 1.5 and src_addr in 1.20. */
+static size_t err_entry_size(uint32_t api)
+{
+	if (api >= FI_VERSION(1, 20))
+		return sizeof(struct fi_cq_err_entry);
+	if (api >= FI_VERSION(1, 5))
+		return offsetof(struct fi_cq_err_entry, src_addr);
+	return offsetof(struct fi_cq_err_entry, err_data_size);
+}
+
 static ssize_t cq_readerr(struct fid_cq *cq_fid, struct fi_cq_err_entry *buf,
                           uint64_t flags)
 {
@@ -371,10 +382,8 @@ static ssize_t cq_readerr(struct fid_cq *cq_fid, struct fi_cq_err_entry *buf,
 		out.err_data = buf->err_data;
 		out.err_data_size = n;
 	}
-	if (user_buf)
-		*buf = out;
-	else /* a pre-1.5 caller's entry ends before err_data_size */
-		memcpy(buf, &out, offsetof(struct fi_cq_err_entry, err_data_size));
+	out.src_addr = rec->src;
+	memcpy(buf, &out, err_entry_size(cq->api_version));
 	return 1;
 }
 

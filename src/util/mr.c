@@ -302,9 +302,13 @@ static int check_attr(struct lm_domain *dom, const struct fi_mr_attr *attr,
 		return -FI_EBADFLAGS;
 	if (attr->access & ~ACCESS_BITS)
 		return -FI_EINVAL;
-	/* Fields newer than the application's API version may be garbage:
-	 * auth keys exist from 1.5, iface only matters with FI_HMEM. */
+	/* Fields newer than the application's API version may be garbage, or
+	 * lie past the end of its structure: auth keys exist from 1.5, iface
+	 * only matters with FI_HMEM, hmem_data and page_size (1.22) with
+	 * device memory, and sub-regions (base_mr, 2.0) are not offered. */
 	if (FI_VERSION_GE(api, FI_VERSION(1, 5)) && attr->auth_key_size)
+		return -FI_ENOSYS;
+	if (FI_VERSION_GE(api, FI_VERSION(2, 0)) && (attr->base_mr || attr->sub_mr_cnt))
 		return -FI_ENOSYS;
 	if (dom->info && (dom->info->caps & FI_HMEM) && attr->iface != FI_HMEM_SYSTEM)
 		return -FI_ENOSYS;

@@ -179,8 +179,12 @@ static void make_ops(void)
 	ops_no_tostr->size = sizeof(struct fi_ops);
 }
 
+/* All caps but the two 1.17 does not print (see tostr_diff.sh), so that the
+ * truncation runs below cut the same text on both libraries. */
+#define CAPS_ALL_1_17_PRINTS (~(FI_AV_USER_ID | FI_PEER))
+
 static struct fi_tx_attr tx_full = {
-    .caps = ~0ULL,
+    .caps = CAPS_ALL_1_17_PRINTS,
     .mode = ~0ULL,
     .op_flags = ~0ULL,
     .msg_order = ~0ULL,
@@ -204,7 +208,7 @@ static struct fi_tx_attr tx_some = {
     .tclass = 0x12,
 };
 static struct fi_rx_attr rx_full = {
-    .caps = ~0ULL,
+    .caps = CAPS_ALL_1_17_PRINTS,
     .mode = ~0ULL,
     .op_flags = ~0ULL,
     .msg_order = ~0ULL,
@@ -265,7 +269,7 @@ static struct fi_domain_attr dom_full = {
     .max_ep_srx_ctx = SIZE_MAX - 10,
     .cntr_cnt = SIZE_MAX - 11,
     .mr_iov_limit = SIZE_MAX - 12,
-    .caps = ~0ULL,
+    .caps = CAPS_ALL_1_17_PRINTS,
     .mode = ~0ULL,
     .auth_key = auth_key,
     .auth_key_size = SIZE_MAX - 8,
@@ -470,7 +474,8 @@ static void print_info_variants(struct fi_info *info)
 	info->ep_attr = &ep_odd;
 	info->domain_attr = &dom_odd;
 	info->fabric_attr = &fab_odd;
-	info->caps = info->mode = ~0ULL;
+	info->caps = CAPS_ALL_1_17_PRINTS;
+	info->mode = ~0ULL;
 	info->src_addrlen = SIZE_MAX;
 	info->dest_addrlen = SIZE_MAX - 1;
 	printf("INFO full flags:\n%s\n", show(fi_tostr(info, FI_TYPE_INFO)));

@@ -62,7 +62,8 @@ static void check_flags(void)
 	    "FI_READ, FI_WRITE, FI_RECV, FI_SEND, FI_REMOTE_READ, FI_REMOTE_WRITE, "
 	    "FI_MULTI_RECV, FI_REMOTE_CQ_DATA, FI_TRIGGER, FI_FENCE, FI_VARIABLE_MSG, "
 	    "FI_RMA_PMEM, FI_SOURCE_ERR, FI_LOCAL_COMM, FI_REMOTE_COMM, FI_SHARED_AV, "
-	    "FI_RMA_EVENT, FI_SOURCE, FI_NAMED_RX_CTX, FI_DIRECTED_RECV, FI_HMEM");
+	    "FI_RMA_EVENT, FI_SOURCE, FI_NAMED_RX_CTX, FI_DIRECTED_RECV, FI_AV_USER_ID, "
+	    "FI_PEER, FI_HMEM");
 	/* bits that are not capabilities are left out */
 	expect_u64("caps non-cap bits", FI_MORE | FI_INJECT | (1ULL << 63), FI_TYPE_CAPS,
 	           "");
