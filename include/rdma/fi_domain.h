@@ -127,8 +127,8 @@ struct fi_mr_dmabuf {
 	void *base_addr;
 };
 
-/* With an endpoint that has FI_AV_AUTH_KEY, fi_mr_attr.auth_key may point to
- * this instead of a key: the key a peer's address was inserted with. */
+/* Names an authorization key by the AV and address it was inserted with,
+ * for domains whose keys live in the AV (FI_AV_AUTH_KEY). */
 struct fi_mr_auth_key {
 	struct fid_av *av;
 	fi_addr_t src_addr;
