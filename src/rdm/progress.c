@@ -16,7 +16,6 @@
 #define LIVENESS_MS       100
 #define ROOM_MS           1       /* a sleeper waiting for room in a peer's queue,
                                      * or for the peer to acknowledge a held send */
-#define LM_PROV_PEER_GONE 0x10001 /* prov_errno: err_data names the peer */
 
 /* ---- requests ------------------------------------------------------------ */
 
@@ -84,16 +83,14 @@ void lm_rdm_tx_free(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
 		ep->tx_held--;
 	lm_list_remove(&tx->node);
 	tx->state = LM_TX_FREE;
-	tx->gen++;
-	if (!tx->gen)
-		tx->gen = 1;
+	lm_rdm_gen_next(&tx->gen);
 	ep->tx_free[ep->tx_nfree++] = tx->slot;
 }
 
 struct lm_rdm_tx *lm_rdm_tx_lookup(struct lm_rdm_ep *ep, uint64_t handle,
                                    const struct lm_rdm_peer *from)
 {
-	uint32_t slot = (uint32_t)handle;
+	uint32_t slot = lm_rdm_handle_slot(handle);
 	struct lm_rdm_tx *tx;
 
 	if (slot >= ep->tx_count)
@@ -101,7 +98,7 @@ struct lm_rdm_tx *lm_rdm_tx_lookup(struct lm_rdm_ep *ep, uint64_t handle,
 	tx = ep->tx[slot];
 	/* Only the peer a request went to answers it: a handle sent by
 	 * anyone else names nothing. */
-	if (tx->gen != (uint32_t)(handle >> 32) || tx->state == LM_TX_FREE ||
+	if (!lm_rdm_handle_is(handle, tx->gen) || tx->state == LM_TX_FREE ||
 	    tx->peer != from)
 		return NULL;
 	return tx;
@@ -300,7 +297,7 @@ void lm_rdm_lost(void *arg, const void *src_addr)
 	 * the peer's other operations, and what arrives next on a new
 	 * connection is a new message. */
 	if (p->eager) {
-		p->eager->placing = false;
+		lm_rdm_rndv_unplaced(ep, p->eager);
 		p->eager = NULL;
 	}
 	if (ep->connected && p == ep->msg_peer) {

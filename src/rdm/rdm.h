@@ -284,11 +284,74 @@ struct lm_rdm_rx {
 	bool released;
 };
 
-/* A message being received by rendezvous. */
+/* prov_errno of an operation that failed with its peer: err_data names the
+ * peer (lm_rdm_strerror prints it). */
+#define LM_PROV_PEER_GONE 0x10001
+
+/* ---- handles -------------------------------------------------------------
+ * A request or transfer named on the wire: its slot (low 32 bits) and the
+ * slot's generation (high 32), moved on each time the slot is freed, so an
+ * answer to something that has ended names nothing. */
+static inline uint64_t lm_rdm_handle(uint32_t gen, size_t slot)
+{
+	return (uint64_t)gen << 32 | (uint32_t)slot;
+}
+
+static inline uint32_t lm_rdm_handle_slot(uint64_t handle)
+{
+	return (uint32_t)handle;
+}
+
+static inline bool lm_rdm_handle_is(uint64_t handle, uint32_t gen)
+{
+	return (uint32_t)(handle >> 32) == gen;
+}
+
+/* A freed slot's next generation; 0 is never one. */
+static inline void lm_rdm_gen_next(uint32_t *gen)
+{
+	if (!++*gen)
+		*gen = 1;
+}
+
+/* ---- receive-side transfers ----------------------------------------------
+ * A slot of ep->rndv: one transfer this endpoint receives into memory of
+ * its own, of one kind. */
+enum lm_rndv_kind {
+	LM_RNDV_MSG,   /* a message by rendezvous: bulk read, split or CTS/DATA */
+	LM_RNDV_EAGER, /* an eager message matched on its header (peer->eager) */
+	LM_RNDV_EARLY, /* an RTS matched on its header, its first piece still
+	                * coming (peer->eager); then an LM_RNDV_MSG */
+	LM_RNDV_WRITE, /* the target of a streamed RMA write */
+};
+
+/* Where a transfer is.  Its moves (rndv.c, rndv_enter):
+ *
+ *   FREE --> MATCHED --> PLACING --------> (done) --> FREE
+ *              |  \         ^   |
+ *              |   \        |   v
+ *              |    `--> STREAMING <-- PUSHING <--'(from MATCHED)
+ *              `-----------------------------------> FREE
+ *
+ * MATCHED: set up in a receive's buffer; PLACING: a link reads a payload,
+ * first piece or DATA piece straight into it; PUSHING: split, the sender
+ * writes its part, PUSHED is awaited; STREAMING: CTS sent, DATA comes.
+ * Any state may end in FREE (finished, or failed with its peer), and a
+ * placement whose connection is lost goes back to MATCHED, to fail with
+ * its peer. */
+enum lm_rndv_state {
+	LM_RNDV_FREE,
+	LM_RNDV_MATCHED,
+	LM_RNDV_PLACING,
+	LM_RNDV_PUSHING,
+	LM_RNDV_STREAMING,
+};
+
 struct lm_rdm_rndv {
 	struct lm_list node; /* ep->rndv_active */
 	uint32_t gen;
-	bool used;
+	uint8_t kind;  /* enum lm_rndv_kind */
+	uint8_t state; /* enum lm_rndv_state */
 	struct lm_rdm_rx *rx; /* NULL: FI_DISCARD */
 	struct lm_rdm_peer *peer;
 	fi_addr_t src;
@@ -303,13 +366,19 @@ struct lm_rdm_rndv {
 	size_t off, place_len; /* multi-receive placement */
 	uint64_t extra_flags;
 	uint64_t start_ms;
-	bool rma;     /* the target side of a streamed RMA write, not a message */
-	uint64_t key; /* rma: the region written (FI_RMA_EVENT counters) */
-	bool pushing; /* split: waiting for the sender's PUSHED */
-	bool placing; /* a link is reading a DATA payload into iov */
-	bool eager;   /* an eager message (peer->eager), not a rendezvous */
-	bool early;   /* with eager: an RTS whose first piece is still coming */
+	uint64_t key;             /* WRITE: the region written (FI_RMA_EVENT counters) */
 	struct lm_rdm_rts remote; /* split: the sender's buffer, for fallback */
+};
+
+/* A message matched to a receive: the receive, its sender and what its
+ * header said. */
+struct lm_rdm_arrival {
+	struct lm_rdm_rx *rx; /* NULL: discarded */
+	struct lm_rdm_peer *peer;
+	fi_addr_t src;
+	uint64_t size, tag, data, sreq;
+	uint16_t hflags;
+	bool queued; /* rx, a multi-receive buffer, is still queued */
 };
 
 /* Payload kept for an unexpected message. */
@@ -596,7 +665,7 @@ struct lm_rdm_tx *lm_rdm_tx_lookup(struct lm_rdm_ep *ep, uint64_t handle,
                                    const struct lm_rdm_peer *from);
 static inline uint64_t lm_rdm_tx_handle(const struct lm_rdm_tx *tx)
 {
-	return (uint64_t)tx->gen << 32 | tx->slot;
+	return lm_rdm_handle(tx->gen, tx->slot);
 }
 /* Whether a data call's completion goes to the CQ: never for the inject
  * calls, and with FI_SELECTIVE_COMPLETION only when asked (FI_COMPLETION). */
@@ -639,12 +708,57 @@ void lm_rdm_on_fin(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 void lm_rdm_fail_peer(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer, int err);
 const char *lm_rdm_strerror(struct lm_cq *cq, int prov_errno, const void *err_data);
 
-/* msg.c */
+/* send.c: the fi_ops_msg and fi_ops_tagged tables, whose receive calls are
+ * recv.c's. */
 extern const struct fi_ops_msg lm_rdm_msg_ops;
+extern const struct fi_ops_tagged lm_rdm_tagged_ops;
+
+/* recv.c: posting receives, matching arrivals, the packet dispatch. */
+ssize_t lm_rdm_recv(struct fid_ep *fid, void *buf, size_t len, void *desc,
+                    fi_addr_t src_addr, void *context);
+ssize_t lm_rdm_recvv(struct fid_ep *fid, const struct iovec *iov, void **desc,
+                     size_t count, fi_addr_t src_addr, void *context);
+ssize_t lm_rdm_recvmsg(struct fid_ep *fid, const struct fi_msg *msg, uint64_t flags);
+ssize_t lm_rdm_trecv(struct fid_ep *fid, void *buf, size_t len, void *desc,
+                     fi_addr_t src_addr, uint64_t tag, uint64_t ignore, void *context);
+ssize_t lm_rdm_trecvv(struct fid_ep *fid, const struct iovec *iov, void **desc,
+                      size_t count, fi_addr_t src_addr, uint64_t tag, uint64_t ignore,
+                      void *context);
+ssize_t lm_rdm_trecvmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg,
+                        uint64_t flags);
 /* lm_link_attr.recv: every packet from a link. */
 void lm_rdm_recv_pkt(void *arg, const void *src_addr, const void *hdr,
                      const void *payload, size_t payload_len);
-extern const struct fi_ops_tagged lm_rdm_tagged_ops;
+ssize_t lm_rdm_cancel(struct lm_rdm_ep *ep, void *context);
+void lm_rdm_unexp_free(struct lm_rdm_ep *ep, struct lm_rdm_unexp *x);
+void lm_rdm_rx_free(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx);
+/* A message of msg_len bytes into rx is complete (counters, CQ entry). */
+void lm_rdm_rx_report(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx, size_t msg_len,
+                      uint64_t data, uint64_t tag, fi_addr_t src, uint64_t extra);
+/* Where a message of len bytes lands in rx: its iov, or for a
+ * multi-receive buffer the next free piece.  Returns the iov count;
+ * *released says the buffer is used up. */
+size_t lm_rdm_rx_place(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx, size_t len,
+                       struct iovec *iov, bool *released);
+/* A multi-receive buffer that has room goes on taking messages; one that
+ * is used up (released) leaves the queue (when queued). */
+void lm_rdm_rx_multi_after(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx, bool released,
+                           bool queued);
+
+/* rndv.c: receive-side transfers (rendezvous, placed eager messages, the
+ * target of streamed RMA writes). */
+/* A control answer (FIN, ACK) to the request sreq of peer. */
+void lm_rdm_answer(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer, uint8_t op,
+                   uint64_t sreq, uint64_t rreq);
+/* A matched RTS (rts: the sender's buffers; early: the message's first
+ * early_len bytes, come with it, or NULL): read the sender's buffer in one
+ * copy when the link can, else ask for the data with CTS. */
+void lm_rdm_rndv_start(struct lm_rdm_ep *ep, const struct lm_rdm_arrival *a,
+                       const struct lm_rdm_rts *rts, const void *early, size_t early_len);
+/* The payload (eager) or first piece (RTS) of the message matched on its
+ * header as peer->eager, which the link did not place: what fits. */
+void lm_rdm_rndv_header_rest(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r,
+                             const void *payload, size_t len);
 void lm_rdm_rndv_data(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
                       const struct lm_rdm_hdr *h, const void *payload, size_t plen);
 /* lm_link_attr.place / placed: DATA pieces read straight into the
@@ -652,12 +766,13 @@ void lm_rdm_rndv_data(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 size_t lm_rdm_place(void *arg, const void *src_addr, const void *hdr, size_t plen,
                     struct iovec *iov);
 void lm_rdm_placed(void *arg, const void *src_addr, const void *hdr, size_t plen);
+/* The link lost the connection r's payload was being placed from: r waits
+ * to fail with its peer. */
+void lm_rdm_rndv_unplaced(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r);
 /* lm_link_attr.lost: the peer is dead until the next liveness check has
  * failed what was in flight with it (its eager placement included). */
 void lm_rdm_lost(void *arg, const void *src_addr);
 void lm_rdm_rndv_fail(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r, int err);
-void lm_rdm_unexp_free(struct lm_rdm_ep *ep, struct lm_rdm_unexp *x);
-void lm_rdm_rx_free(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx);
 /* Bring the h->size bytes of an RMA write (h: its WRITE header) into iov
  * (verified target memory) through a rendezvous slot: with rts (the
  * initiator's buffers, when it may be read across processes) by bulk
@@ -667,7 +782,6 @@ void lm_rdm_rx_free(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx);
 bool lm_rdm_rndv_write(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
                        const struct lm_rdm_hdr *h, const struct iovec *iov,
                        size_t iov_count, const struct lm_rdm_rts *rts);
-ssize_t lm_rdm_cancel(struct lm_rdm_ep *ep, void *context);
 
 /* rma.c, atomic.c */
 extern const struct fi_ops_rma lm_rdm_rma_ops;

@@ -1147,8 +1147,8 @@ static uint64_t next_rndv_handle(uint32_t k)
 	struct lm_rdm_ep *ep = lm_rdm_ep_of(A.ep);
 
 	for (size_t i = 0; i < ep->rndv_count; i++)
-		if (!ep->rndv[i].used && !k--)
-			return (uint64_t)ep->rndv[i].gen << 32 | i;
+		if (ep->rndv[i].state == LM_RNDV_FREE && !k--)
+			return lm_rdm_handle(ep->rndv[i].gen, i);
 	return 0;
 }
 

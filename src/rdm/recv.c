@@ -1,0 +1,577 @@
+/* recv.c - FI_MSG and FI_TAGGED receives over the engine: posting them and
+ * matching them (util's tagmatch), eager delivery, unexpected messages,
+ * peek/claim/discard, multi-receive buffers, cancel; and the dispatch of
+ * every incoming packet (here, so that a message's arrival is one function
+ * from the link's callback to its completion).  Rendezvous and placed
+ * payloads are rndv.c's. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rdm.h"
+
+/* ---- receive-side completions -------------------------------------------- */
+
+static LM_HOT_INLINE void rx_report(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx,
+                                    size_t msg_len, uint64_t data, uint64_t tag,
+                                    fi_addr_t src, uint64_t extra)
+{
+	struct lm_rx_entry *e = &rx->e;
+	bool multi = e->flags & FI_MULTI_RECV;
+	size_t cap = multi ? e->last_len : e->total_len;
+	bool trunc = msg_len > cap;
+	struct lm_cntr *c = ep->cntr[LM_CNTR_RECV];
+
+	if (c) {
+		if (trunc)
+			lm_cntr_inc_err(c);
+		else
+			lm_cntr_inc(c);
+	}
+	if (!ep->rx_cq)
+		return;
+	if (ep->rx_selective && !(e->flags & FI_COMPLETION) && !trunc &&
+	    !(extra & FI_MULTI_RECV))
+		return;
+	lm_rx_complete(ep->rx_cq, e, msg_len, data, tag, src, extra);
+}
+
+void lm_rdm_rx_report(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx, size_t msg_len,
+                      uint64_t data, uint64_t tag, fi_addr_t src, uint64_t extra)
+{
+	rx_report(ep, rx, msg_len, data, tag, src, extra);
+}
+
+void lm_rdm_rx_free(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx)
+{
+	ep->rx_count--;
+	lm_bufpool_free(&ep->rx_pool, rx);
+}
+
+void lm_rdm_unexp_free(struct lm_rdm_ep *ep, struct lm_rdm_unexp *x)
+{
+	ep->unexp_bytes -= x->buf_len;
+	if (x->buf) {
+		if (x->small)
+			lm_bufpool_free(&ep->small_pool, x->buf);
+		else
+			free(x->buf);
+	}
+	lm_bufpool_free(&ep->unexp_pool, x);
+}
+
+
+size_t lm_rdm_rx_place(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx, size_t len,
+                       struct iovec *iov, bool *released)
+{
+	struct lm_rx_entry *e = &rx->e;
+
+	*released = false;
+	if (!(e->flags & FI_MULTI_RECV)) {
+		memcpy(iov, e->iov, e->iov_count * sizeof(*iov));
+		return e->iov_count;
+	}
+	iov[0].iov_base = lm_rx_consume(e, len, ep->min_multi_recv, released);
+	iov[0].iov_len = e->last_len;
+	return 1;
+}
+
+void lm_rdm_rx_multi_after(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx, bool released,
+                           bool queued)
+{
+	if (!released)
+		return;
+	rx->released = true;
+	if (queued)
+		lm_match_remove_rx(rx->e.flags & FI_TAGGED ? &ep->tagged : &ep->msg,
+		                   &rx->e);
+}
+
+/* An eager message (payload, len bytes) into a->rx. */
+static LM_HOT_INLINE void deliver_eager(struct lm_rdm_ep *ep, const struct lm_rdm_arrival *a,
+                                        const void *payload, size_t len)
+{
+	struct lm_rdm_rx *rx = a->rx;
+	struct iovec iov[LM_IOV_LIMIT];
+	bool released;
+	size_t n;
+	uint64_t extra = a->hflags & LM_HF_CQ_DATA ? FI_REMOTE_CQ_DATA : 0;
+
+	if (!(rx->e.flags & FI_MULTI_RECV)) {
+		lm_copy_to_iov(rx->e.iov, rx->e.iov_count, 0, payload, len);
+		rx_report(ep, rx, len, a->data, a->tag, a->src, extra);
+		lm_rdm_rx_free(ep, rx);
+		return;
+	}
+	/* A multi-receive buffer: the next piece of it. */
+	n = lm_rdm_rx_place(ep, rx, len, iov, &released);
+	lm_copy_to_iov(iov, n, 0, payload, len);
+	/* The release is announced by the buffer's last completion: not
+	 * while a rendezvous still lands in it. */
+	if (released && !rx->busy)
+		extra |= FI_MULTI_RECV;
+	rx_report(ep, rx, len, a->data, a->tag, a->src, extra);
+	lm_rdm_rx_multi_after(ep, rx, released, a->queued);
+	if (rx->released && !rx->busy)
+		lm_rdm_rx_free(ep, rx);
+}
+
+/* ---- arrivals ------------------------------------------------------------- */
+
+/* An unexpected message: queued with its payload (eager) or the sender's
+ * buffer list (rts), until a receive takes it. */
+static void unexp_store(struct lm_rdm_ep *ep, struct lm_match *m,
+                        const struct lm_rdm_arrival *a, const struct lm_rdm_rts *rts,
+                        const void *payload, size_t plen)
+{
+	struct lm_rdm_unexp *x = lm_bufpool_alloc(&ep->unexp_pool);
+
+	if (!x) {
+		/* A lost message beats a crash; the pool only fails without
+		 * memory. */
+		if (!rts)
+			lm_rdm_credit_owe(ep, a->peer, plen);
+		return;
+	}
+	memset(x, 0, sizeof(*x));
+	x->peer = a->peer;
+	x->hflags = a->hflags;
+	x->sreq = a->sreq;
+	x->u.src = a->src;
+	x->u.tag = a->tag;
+	x->u.data = a->data;
+	x->u.len = a->size;
+	x->u.flags = (a->hflags & LM_HF_TAGGED ? FI_TAGGED : FI_MSG) |
+	             (a->hflags & LM_HF_CQ_DATA ? FI_REMOTE_CQ_DATA : 0);
+	x->u.payload = x;
+	if (rts) {
+		x->rndv = true;
+		x->rts = *rts;
+	} else if (plen) {
+		if (plen <= ep->small_pool.elem_size)
+			x->buf = lm_bufpool_alloc(&ep->small_pool);
+		x->small = x->buf != NULL;
+		if (!x->buf)
+			x->buf = malloc(plen);
+		if (!x->buf) {
+			lm_bufpool_free(&ep->unexp_pool, x);
+			lm_rdm_credit_owe(ep, a->peer, plen);
+			return;
+		}
+		memcpy(x->buf, payload, plen);
+		x->buf_len = plen;
+		ep->unexp_bytes += plen;
+	}
+	lm_match_add_unexp(m, &x->u);
+}
+
+/* An EAGER or RTS packet.  Inline in the dispatch below, its one caller:
+ * every message comes this way. */
+static LM_HOT_INLINE void msg_recv(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
+                                   const struct lm_rdm_hdr *h, const void *payload,
+                                   size_t plen)
+{
+	struct lm_match *m = h->flags & LM_HF_TAGGED ? &ep->tagged : &ep->msg;
+	struct lm_rdm_arrival a = {.peer = peer,
+	                           .src = lm_rdm_peer_fiaddr(ep, peer),
+	                           .size = h->size,
+	                           .tag = h->tag,
+	                           .data = h->data,
+	                           .sreq = h->sreq,
+	                           .hflags = h->flags};
+	struct lm_rx_entry *e;
+	struct lm_rdm_rts rts;
+	const unsigned char *early = NULL;
+	size_t early_len = 0;
+
+	peer->replying = true;
+	if (h->op == LM_OP_RTS) {
+		size_t rlen = h->flags & LM_HF_EARLY ? h->addr : plen;
+		struct lm_rdm_rndv *r = peer->eager;
+
+		if (rlen > plen || lm_rdm_rts_parse(&rts, payload, rlen) ||
+		    plen - rlen > h->size)
+			return;
+		if (h->flags & LM_HF_EARLY) {
+			early = (const unsigned char *)payload + rlen;
+			early_len = plen - rlen;
+		}
+		if (r && r->kind == LM_RNDV_EARLY && r->sreq == h->sreq) {
+			/* Matched when its header came (lm_rdm_place), its
+			 * first piece not placed: what fits. */
+			lm_rdm_rndv_header_rest(ep, r, early, early_len);
+			return;
+		}
+	} else if (plen != h->size) {
+		lm_rdm_credit_owe(ep, peer, plen); /* dropped */
+		return;
+	} else if (peer->eager && peer->eager->kind == LM_RNDV_EAGER) {
+		/* Matched when its header came (lm_rdm_place), too big to
+		 * place whole: what fits, the rest dropped (truncation). */
+		lm_rdm_rndv_header_rest(ep, peer->eager, payload, plen);
+		return;
+	}
+	e = lm_match_arrival(m, a.src, h->tag);
+	if (!e) {
+		unexp_store(ep, m, &a, h->op == LM_OP_RTS ? &rts : NULL, payload, plen);
+		return;
+	}
+	a.rx = lm_container_of(e, struct lm_rdm_rx, e);
+	a.queued = e->flags & FI_MULTI_RECV;
+	if (h->op == LM_OP_RTS) {
+		lm_rdm_rndv_start(ep, &a, &rts, early, early_len);
+		return;
+	}
+	deliver_eager(ep, &a, payload, plen);
+	lm_rdm_credit_owe(ep, peer, plen);
+	if (h->flags & LM_HF_ACK)
+		lm_rdm_answer(ep, peer, LM_OP_ACK, h->sreq, 0);
+}
+
+/* ---- dispatch --------------------------------------------------------------- */
+
+void lm_rdm_recv_pkt(void *arg, const void *src_addr, const void *hdr,
+                     const void *payload, size_t plen)
+{
+	struct lm_rdm_ep *ep = arg;
+	struct lm_rdm_hdr h;
+	struct lm_rdm_peer *peer;
+
+	lm_rdm_hdr_load(&h, hdr);
+	if (h.version != LM_RDM_WIRE_VERSION || h.len != plen || !h.op ||
+	    h.op >= LM_OP_MAX) {
+		LM_WARN(ep->dom->util.fabric->prov, FI_LOG_EP_DATA,
+		        "dropping packet: version %u op %u len %u/%zu\n", h.version, h.op,
+		        h.len, plen);
+		return;
+	}
+	peer = lm_rdm_peer_of_src(ep, src_addr);
+	if (!peer)
+		return;
+	switch (h.op) {
+	case LM_OP_EAGER:
+	case LM_OP_RTS:
+		lm_rdm_credit_back(peer, h.rreq);
+		msg_recv(ep, peer, &h, payload, plen);
+		break;
+	case LM_OP_CTS:
+		lm_rdm_on_cts(ep, peer, &h);
+		break;
+	case LM_OP_DATA:
+		lm_rdm_rndv_data(ep, peer, &h, payload, plen);
+		break;
+	case LM_OP_FIN:
+	case LM_OP_ACK:
+		lm_rdm_on_fin(ep, peer, &h);
+		break;
+	case LM_OP_ATOMIC:
+	case LM_OP_ATOMIC_RESP:
+		lm_rdm_atomic_recv(ep, peer, &h, payload, plen);
+		break;
+	case LM_OP_PUSH:
+		lm_rdm_on_push(ep, peer, &h, payload, plen);
+		break;
+	case LM_OP_PUSHED:
+		lm_rdm_on_pushed(ep, peer, &h);
+		break;
+	case LM_OP_CREDIT:
+		lm_rdm_credit_back(peer, h.size);
+		break;
+	default:
+		lm_rdm_rma_recv(ep, peer, &h, payload, plen);
+		break;
+	}
+}
+
+/* A queued message taken by a receive (post or claim), or discarded (rx
+ * NULL). */
+static void deliver_unexp(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx,
+                          struct lm_rdm_unexp *x, bool queued)
+{
+	struct lm_rdm_arrival a = {.rx = rx,
+	                           .peer = x->peer,
+	                           .src = x->u.src,
+	                           .size = x->u.len,
+	                           .tag = x->u.tag,
+	                           .data = x->u.data,
+	                           .sreq = x->sreq,
+	                           .hflags = x->hflags,
+	                           .queued = queued};
+
+	if (x->rndv) {
+		lm_rdm_rndv_start(ep, &a, &x->rts, NULL, 0);
+		lm_rdm_unexp_free(ep, x);
+		return;
+	}
+	/* Delivered or discarded: its eager bytes are free at this end. */
+	lm_rdm_credit_owe(ep, x->peer, x->u.len);
+	if (rx)
+		deliver_eager(ep, &a, x->buf, x->u.len);
+	if (x->hflags & LM_HF_ACK)
+		lm_rdm_answer(ep, x->peer, LM_OP_ACK, x->sreq, 0);
+	lm_rdm_unexp_free(ep, x);
+}
+
+/* ---- posting receives --------------------------------------------------- */
+
+static ssize_t peek(struct lm_rdm_ep *ep, struct lm_match *m,
+                    const struct fi_msg_tagged *msg, uint64_t flags)
+{
+	struct lm_unexp_entry *u;
+	struct lm_rdm_unexp *x;
+	uint64_t cflags;
+
+	lm_rdm_progress_locked(ep);
+	u = lm_match_peek(m, msg->addr, msg->tag, msg->ignore);
+	if (!u) {
+		struct fi_cq_err_entry e = {.op_context = msg->context,
+		                            .flags = FI_RECV | FI_TAGGED,
+		                            .tag = msg->tag,
+		                            .err = FI_ENOMSG,
+		                            .prov_errno = FI_ENOMSG};
+
+		if (ep->rx_cq)
+			lm_cq_write_err(ep->rx_cq, &e, FI_ADDR_NOTAVAIL);
+		return 0;
+	}
+	x = u->payload;
+	cflags = FI_RECV | FI_TAGGED | (u->flags & FI_REMOTE_CQ_DATA);
+	if (ep->rx_cq)
+		lm_cq_write(ep->rx_cq, msg->context, cflags, u->len, NULL, u->data,
+		            u->tag, u->src);
+	if (flags & FI_DISCARD) {
+		lm_match_remove_unexp(m, u);
+		deliver_unexp(ep, NULL, x, false);
+	} else if (flags & FI_CLAIM) {
+		lm_match_claim(m, u, msg->context);
+	}
+	return 0;
+}
+
+/* Inline in each receive call, as do_send. */
+static LM_HOT_INLINE ssize_t post_recv(struct lm_rdm_ep *ep, const struct iovec *iov,
+                                       void **desc, size_t count, fi_addr_t src,
+                                       uint64_t tag, uint64_t ignore, uint64_t flags,
+                                       void *context, bool tagged)
+{
+	struct lm_match *m = tagged ? &ep->tagged : &ep->msg;
+	struct lm_rdm_rx *rx;
+	struct lm_unexp_entry *u;
+	ssize_t ret = 0;
+
+	size_t total = 0;
+
+	if (count > LM_IOV_LIMIT || (count && !iov))
+		return -FI_EINVAL;
+	/* A NULL buffer is room for no bytes (programs post them, with a
+	 * length, for empty messages, as libfabric allows): a message with
+	 * data ends truncated.  A total that wraps is refused. */
+	for (size_t i = 0; i < count; i++) {
+		size_t len = iov[i].iov_base ? iov[i].iov_len : 0;
+
+		if (len > SIZE_MAX - total)
+			return -FI_EINVAL;
+		total += len;
+	}
+	if (flags & LM_BAD_OP_FLAGS)
+		return -FI_EBADFLAGS;
+	if ((flags & FI_MULTI_RECV) && count != 1)
+		return -FI_EINVAL;
+	lm_lock_acquire(&ep->lock);
+	if (!ep->enabled) {
+		ret = -FI_EOPBADSTATE;
+		goto out;
+	}
+	if (!m->directed) {
+		src = FI_ADDR_UNSPEC;
+	} else if (src == FI_ADDR_UNSPEC) {
+		/* FI_EXACT_DIRECTED_RECV: every receive names its source
+		 * (but FI_CLAIM, which takes the message its peek chose). */
+		if ((tagged ? ep->tagged_exact : ep->msg_exact) && !(flags & FI_CLAIM)) {
+			ret = -FI_EINVAL;
+			goto out;
+		}
+	} else if (!ep->connected && !lm_av_addr(ep->av, src)) {
+		/* A directed receive names a peer of the AV. */
+		ret = -FI_EINVAL;
+		goto out;
+	}
+	if (tagged && (flags & FI_PEEK)) {
+		struct fi_msg_tagged msg = {
+		    .addr = src, .tag = tag, .ignore = ignore, .context = context};
+
+		ret = peek(ep, m, &msg, flags);
+		goto out;
+	}
+	if (tagged && (flags & FI_DISCARD) && !(flags & FI_CLAIM)) {
+		ret = -FI_EINVAL;
+		goto out;
+	}
+	if (ep->rx_count >= ep->rx_limit) {
+		ret = -FI_EAGAIN;
+		goto out;
+	}
+	rx = lm_bufpool_alloc(&ep->rx_pool);
+	if (!rx) {
+		ret = -FI_EAGAIN;
+		goto out;
+	}
+	/* Field by field: the iov and desc arrays are large and only
+	 * count entries of them are read; node, bucket and seq are
+	 * lm_match_post's. */
+	lm_list_init(&rx->e.node);
+	rx->e.bucket = NULL;
+	rx->e.seq = 0;
+	rx->e.consumed = rx->e.last_off = rx->e.last_len = 0;
+	rx->e.engine = NULL;
+	rx->busy = 0;
+	rx->released = false;
+	ep->rx_count++;
+	rx->e.src = src;
+	rx->e.tag = tag;
+	rx->e.ignore = ignore;
+	rx->e.flags = flags | (tagged ? FI_TAGGED : FI_MSG);
+	rx->e.context = context;
+	for (size_t i = 0; i < count; i++) {
+		rx->e.iov[i] = iov[i];
+		if (!iov[i].iov_base)
+			rx->e.iov[i].iov_len = 0;
+		rx->e.desc[i] = desc ? desc[i] : NULL;
+	}
+	rx->e.iov_count = count;
+	rx->e.total_len = total;
+
+	if (tagged && (flags & FI_CLAIM)) {
+		struct lm_rdm_unexp *x;
+
+		u = lm_match_take_claimed(m, context);
+		if (!u) {
+			lm_rdm_rx_free(ep, rx);
+			ret = -FI_EINVAL;
+			goto out;
+		}
+		x = u->payload;
+		if (flags & FI_DISCARD) {
+			struct lm_cq *cq = ep->rx_cq;
+
+			if (cq)
+				lm_cq_write(cq, context, FI_RECV | FI_TAGGED, 0, NULL, 0,
+				            u->tag, u->src);
+			lm_rdm_rx_free(ep, rx);
+			deliver_unexp(ep, NULL, x, false);
+		} else {
+			rx->e.flags &= ~FI_MULTI_RECV;
+			deliver_unexp(ep, rx, x, false);
+		}
+		goto out;
+	}
+	if (!(flags & FI_MULTI_RECV)) {
+		u = lm_match_post(m, &rx->e);
+		if (u)
+			deliver_unexp(ep, rx, u->payload, false);
+		goto out;
+	}
+	/* A multi-receive buffer takes queued messages while it has room;
+	 * busy keeps it alive across the deliveries. */
+	rx->busy++;
+	while (!rx->released && (u = lm_match_post(m, &rx->e)))
+		deliver_unexp(ep, rx, u->payload, false);
+	if (!--rx->busy && rx->released) {
+		/* Used up by queued messages, whose completions went out
+		 * while busy held it: announce the release on its own. */
+		if (ep->rx_cq)
+			lm_cq_write(ep->rx_cq, rx->e.context, FI_MULTI_RECV, 0, NULL, 0,
+			            0, FI_ADDR_NOTAVAIL);
+		lm_rdm_rx_free(ep, rx);
+	}
+out:
+	lm_lock_release(&ep->lock);
+	return ret;
+}
+
+ssize_t lm_rdm_recv(struct fid_ep *fid, void *buf, size_t len, void *desc,
+                        fi_addr_t src_addr, void *context)
+{
+	struct lm_rdm_ctx *ctx = lm_rdm_ctx_of(fid);
+	struct iovec iov = {buf, len};
+
+	return post_recv(ctx->ep, &iov, &desc, 1, src_addr, 0, 0, ctx->rx_flags, context,
+	                 false);
+}
+
+ssize_t lm_rdm_recvv(struct fid_ep *fid, const struct iovec *iov, void **desc,
+                         size_t count, fi_addr_t src_addr, void *context)
+{
+	struct lm_rdm_ctx *ctx = lm_rdm_ctx_of(fid);
+
+	return post_recv(ctx->ep, iov, desc, count, src_addr, 0, 0, ctx->rx_flags,
+	                 context, false);
+}
+
+ssize_t lm_rdm_recvmsg(struct fid_ep *fid, const struct fi_msg *msg, uint64_t flags)
+{
+	struct lm_rdm_ctx *ctx = lm_rdm_ctx_of(fid);
+
+	if (!msg)
+		return -FI_EINVAL;
+	return post_recv(ctx->ep, msg->msg_iov, msg->desc, msg->iov_count, msg->addr, 0,
+	                 0, flags, msg->context, false);
+}
+
+ssize_t lm_rdm_trecv(struct fid_ep *fid, void *buf, size_t len, void *desc,
+                         fi_addr_t src_addr, uint64_t tag, uint64_t ignore, void *context)
+{
+	struct lm_rdm_ctx *ctx = lm_rdm_ctx_of(fid);
+	struct iovec iov = {buf, len};
+
+	return post_recv(ctx->ep, &iov, &desc, 1, src_addr, tag, ignore, ctx->rx_flags,
+	                 context, true);
+}
+
+ssize_t lm_rdm_trecvv(struct fid_ep *fid, const struct iovec *iov, void **desc,
+                          size_t count, fi_addr_t src_addr, uint64_t tag, uint64_t ignore,
+                          void *context)
+{
+	struct lm_rdm_ctx *ctx = lm_rdm_ctx_of(fid);
+
+	return post_recv(ctx->ep, iov, desc, count, src_addr, tag, ignore, ctx->rx_flags,
+	                 context, true);
+}
+
+ssize_t lm_rdm_trecvmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg,
+                            uint64_t flags)
+{
+	struct lm_rdm_ctx *ctx = lm_rdm_ctx_of(fid);
+
+	if (!msg)
+		return -FI_EINVAL;
+	return post_recv(ctx->ep, msg->msg_iov, msg->desc, msg->iov_count, msg->addr,
+	                 msg->tag, msg->ignore, flags, msg->context, true);
+}
+
+/* ---- cancel ------------------------------------------------------------------ */
+
+ssize_t lm_rdm_cancel(struct lm_rdm_ep *ep, void *context)
+{
+	struct lm_match *ms[2] = {&ep->msg, &ep->tagged};
+
+	for (int i = 0; i < 2; i++) {
+		struct lm_rx_entry *e = lm_match_cancel(ms[i], context);
+		struct lm_rdm_rx *rx;
+
+		if (!e)
+			continue;
+		rx = lm_container_of(e, struct lm_rdm_rx, e);
+		if (ep->rx_cq)
+			lm_rx_cancelled(ep->rx_cq, e);
+		if (ep->cntr[LM_CNTR_RECV])
+			lm_cntr_inc_err(ep->cntr[LM_CNTR_RECV]);
+		/* A multi-receive buffer still being filled by a rendezvous
+		 * is freed when that finishes. */
+		rx->released = true;
+		if (!rx->busy)
+			lm_rdm_rx_free(ep, rx);
+		return 0;
+	}
+	return -FI_ENOENT;
+}
+
