@@ -117,6 +117,22 @@ static LM_HOT_INLINE void deliver_eager(struct lm_rdm_ep *ep, const struct lm_rd
 
 /* ---- arrivals ------------------------------------------------------------- */
 
+/* The arrival of a message whose header is h, matched to rx (or none). */
+static LM_HOT_INLINE struct lm_rdm_arrival arrival_of(const struct lm_rdm_hdr *h,
+                                                      struct lm_rdm_peer *peer,
+                                                      fi_addr_t src, struct lm_rdm_rx *rx)
+{
+	return (struct lm_rdm_arrival){.rx = rx,
+	                               .peer = peer,
+	                               .src = src,
+	                               .size = h->size,
+	                               .tag = h->tag,
+	                               .data = h->data,
+	                               .sreq = h->sreq,
+	                               .hflags = h->flags,
+	                               .queued = rx && (rx->e.flags & FI_MULTI_RECV)};
+}
+
 /* An unexpected message: queued with its payload (eager) or the sender's
  * buffer list (rts), until a receive takes it. */
 static void unexp_store(struct lm_rdm_ep *ep, struct lm_match *m,
@@ -165,19 +181,14 @@ static void unexp_store(struct lm_rdm_ep *ep, struct lm_match *m,
 }
 
 /* An EAGER or RTS packet.  Inline in the dispatch below, its one caller:
- * every message comes this way. */
+ * every message comes this way.  Each arrival is built where it is used,
+ * so that the eager path's stays in registers. */
 static LM_HOT_INLINE void msg_recv(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
                                    const struct lm_rdm_hdr *h, const void *payload,
                                    size_t plen)
 {
 	struct lm_match *m = h->flags & LM_HF_TAGGED ? &ep->tagged : &ep->msg;
-	struct lm_rdm_arrival a = {.peer = peer,
-	                           .src = lm_rdm_peer_fiaddr(ep, peer),
-	                           .size = h->size,
-	                           .tag = h->tag,
-	                           .data = h->data,
-	                           .sreq = h->sreq,
-	                           .hflags = h->flags};
+	fi_addr_t src = lm_rdm_peer_fiaddr(ep, peer);
 	struct lm_rx_entry *e;
 	struct lm_rdm_rts rts;
 	const unsigned char *early = NULL;
@@ -210,21 +221,25 @@ static LM_HOT_INLINE void msg_recv(struct lm_rdm_ep *ep, struct lm_rdm_peer *pee
 		lm_rdm_rndv_header_rest(ep, peer->eager, payload, plen);
 		return;
 	}
-	e = lm_match_arrival(m, a.src, h->tag);
+	e = lm_match_arrival(m, src, h->tag);
 	if (!e) {
+		struct lm_rdm_arrival a = arrival_of(h, peer, src, NULL);
+
 		unexp_store(ep, m, &a, h->op == LM_OP_RTS ? &rts : NULL, payload, plen);
-		return;
-	}
-	a.rx = lm_container_of(e, struct lm_rdm_rx, e);
-	a.queued = e->flags & FI_MULTI_RECV;
-	if (h->op == LM_OP_RTS) {
+	} else if (h->op == LM_OP_RTS) {
+		struct lm_rdm_arrival a =
+		    arrival_of(h, peer, src, lm_container_of(e, struct lm_rdm_rx, e));
+
 		lm_rdm_rndv_start(ep, &a, &rts, early, early_len);
-		return;
+	} else {
+		struct lm_rdm_arrival a =
+		    arrival_of(h, peer, src, lm_container_of(e, struct lm_rdm_rx, e));
+
+		deliver_eager(ep, &a, payload, plen);
+		lm_rdm_credit_owe(ep, peer, plen);
+		if (h->flags & LM_HF_ACK)
+			lm_rdm_answer(ep, peer, LM_OP_ACK, h->sreq, 0);
 	}
-	deliver_eager(ep, &a, payload, plen);
-	lm_rdm_credit_owe(ep, peer, plen);
-	if (h->flags & LM_HF_ACK)
-		lm_rdm_answer(ep, peer, LM_OP_ACK, h->sreq, 0);
 }
 
 /* ---- dispatch --------------------------------------------------------------- */
@@ -347,77 +362,59 @@ static ssize_t peek(struct lm_rdm_ep *ep, struct lm_match *m,
 	return 0;
 }
 
-/* Inline in each receive call, as do_send. */
-static LM_HOT_INLINE ssize_t post_recv(struct lm_rdm_ep *ep, const struct iovec *iov,
-                                       void **desc, size_t count, fi_addr_t src,
-                                       uint64_t tag, uint64_t ignore, uint64_t flags,
-                                       void *context, bool tagged)
+/* A receive's buffers: count entries, none of them wrapping the total
+ * (a NULL buffer is room for no bytes: programs post them, with a length,
+ * for empty messages, as libfabric allows; a message with data then ends
+ * truncated). */
+static LM_HOT_INLINE int recv_total(const struct iovec *iov, size_t count, size_t *total)
 {
-	struct lm_match *m = tagged ? &ep->tagged : &ep->msg;
-	struct lm_rdm_rx *rx;
-	struct lm_unexp_entry *u;
-	ssize_t ret = 0;
-
-	size_t total = 0;
+	size_t sum = 0;
 
 	if (count > LM_IOV_LIMIT || (count && !iov))
 		return -FI_EINVAL;
-	/* A NULL buffer is room for no bytes (programs post them, with a
-	 * length, for empty messages, as libfabric allows): a message with
-	 * data ends truncated.  A total that wraps is refused. */
 	for (size_t i = 0; i < count; i++) {
 		size_t len = iov[i].iov_base ? iov[i].iov_len : 0;
 
-		if (len > SIZE_MAX - total)
+		if (len > SIZE_MAX - sum)
 			return -FI_EINVAL;
-		total += len;
+		sum += len;
 	}
-	if (flags & LM_BAD_OP_FLAGS)
-		return -FI_EBADFLAGS;
-	if ((flags & FI_MULTI_RECV) && count != 1)
-		return -FI_EINVAL;
-	lm_lock_acquire(&ep->lock);
-	if (!ep->enabled) {
-		ret = -FI_EOPBADSTATE;
-		goto out;
-	}
-	if (!m->directed) {
-		src = FI_ADDR_UNSPEC;
-	} else if (src == FI_ADDR_UNSPEC) {
-		/* FI_EXACT_DIRECTED_RECV: every receive names its source
-		 * (but FI_CLAIM, which takes the message its peek chose). */
-		if ((tagged ? ep->tagged_exact : ep->msg_exact) && !(flags & FI_CLAIM)) {
-			ret = -FI_EINVAL;
-			goto out;
-		}
-	} else if (!ep->connected && !lm_av_addr(ep->av, src)) {
-		/* A directed receive names a peer of the AV. */
-		ret = -FI_EINVAL;
-		goto out;
-	}
-	if (tagged && (flags & FI_PEEK)) {
-		struct fi_msg_tagged msg = {
-		    .addr = src, .tag = tag, .ignore = ignore, .context = context};
+	*total = sum;
+	return 0;
+}
 
-		ret = peek(ep, m, &msg, flags);
-		goto out;
+/* The source a receive matches: any, unless the endpoint directs
+ * receives of this kind; then one of the AV, or (FI_EXACT_DIRECTED_RECV)
+ * nothing but a named one, FI_CLAIM excepted (it takes the message its
+ * peek chose). */
+static LM_HOT_INLINE int recv_source(struct lm_rdm_ep *ep, const struct lm_match *m,
+                                     bool tagged, uint64_t flags, fi_addr_t *src)
+{
+	if (!m->directed) {
+		*src = FI_ADDR_UNSPEC;
+		return 0;
 	}
-	if (tagged && (flags & FI_DISCARD) && !(flags & FI_CLAIM)) {
-		ret = -FI_EINVAL;
-		goto out;
+	if (*src == FI_ADDR_UNSPEC) {
+		if ((tagged ? ep->tagged_exact : ep->msg_exact) && !(flags & FI_CLAIM))
+			return -FI_EINVAL;
+		return 0;
 	}
-	if (ep->rx_count >= ep->rx_limit) {
-		ret = -FI_EAGAIN;
-		goto out;
-	}
-	rx = lm_bufpool_alloc(&ep->rx_pool);
-	if (!rx) {
-		ret = -FI_EAGAIN;
-		goto out;
-	}
-	/* Field by field: the iov and desc arrays are large and only
-	 * count entries of them are read; node, bucket and seq are
-	 * lm_match_post's. */
+	if (!ep->connected && !lm_av_addr(ep->av, *src))
+		return -FI_EINVAL;
+	return 0;
+}
+
+/* A new receive (ep->lock held), or NULL when the endpoint has as many as
+ * it may.  Field by field: the iov and desc arrays are large and only
+ * count entries of them are read; node, bucket and seq are
+ * lm_match_post's. */
+static LM_HOT_INLINE struct lm_rdm_rx *rx_new(struct lm_rdm_ep *ep, const struct iovec *iov,
+                                              void **desc, size_t count, size_t total)
+{
+	struct lm_rdm_rx *rx;
+
+	if (ep->rx_count >= ep->rx_limit || !(rx = lm_bufpool_alloc(&ep->rx_pool)))
+		return NULL;
 	lm_list_init(&rx->e.node);
 	rx->e.bucket = NULL;
 	rx->e.seq = 0;
@@ -426,11 +423,6 @@ static LM_HOT_INLINE ssize_t post_recv(struct lm_rdm_ep *ep, const struct iovec 
 	rx->busy = 0;
 	rx->released = false;
 	ep->rx_count++;
-	rx->e.src = src;
-	rx->e.tag = tag;
-	rx->e.ignore = ignore;
-	rx->e.flags = flags | (tagged ? FI_TAGGED : FI_MSG);
-	rx->e.context = context;
 	for (size_t i = 0; i < count; i++) {
 		rx->e.iov[i] = iov[i];
 		if (!iov[i].iov_base)
@@ -439,39 +431,41 @@ static LM_HOT_INLINE ssize_t post_recv(struct lm_rdm_ep *ep, const struct iovec 
 	}
 	rx->e.iov_count = count;
 	rx->e.total_len = total;
+	return rx;
+}
 
-	if (tagged && (flags & FI_CLAIM)) {
-		struct lm_rdm_unexp *x;
+/* FI_CLAIM: rx takes (or with FI_DISCARD, drops) the message a peek with
+ * the same context claimed. */
+static int post_claim(struct lm_rdm_ep *ep, struct lm_match *m, struct lm_rdm_rx *rx,
+                      uint64_t flags)
+{
+	struct lm_unexp_entry *u = lm_match_take_claimed(m, rx->e.context);
+	struct lm_rdm_unexp *x;
 
-		u = lm_match_take_claimed(m, context);
-		if (!u) {
-			lm_rdm_rx_free(ep, rx);
-			ret = -FI_EINVAL;
-			goto out;
-		}
-		x = u->payload;
-		if (flags & FI_DISCARD) {
-			struct lm_cq *cq = ep->rx_cq;
-
-			if (cq)
-				lm_cq_write(cq, context, FI_RECV | FI_TAGGED, 0, NULL, 0,
-				            u->tag, u->src);
-			lm_rdm_rx_free(ep, rx);
-			deliver_unexp(ep, NULL, x, false);
-		} else {
-			rx->e.flags &= ~FI_MULTI_RECV;
-			deliver_unexp(ep, rx, x, false);
-		}
-		goto out;
+	if (!u) {
+		lm_rdm_rx_free(ep, rx);
+		return -FI_EINVAL;
 	}
-	if (!(flags & FI_MULTI_RECV)) {
-		u = lm_match_post(m, &rx->e);
-		if (u)
-			deliver_unexp(ep, rx, u->payload, false);
-		goto out;
+	x = u->payload;
+	if (flags & FI_DISCARD) {
+		if (ep->rx_cq)
+			lm_cq_write(ep->rx_cq, rx->e.context, FI_RECV | FI_TAGGED, 0, NULL,
+			            0, u->tag, u->src);
+		lm_rdm_rx_free(ep, rx);
+		deliver_unexp(ep, NULL, x, false);
+	} else {
+		rx->e.flags &= ~FI_MULTI_RECV;
+		deliver_unexp(ep, rx, x, false);
 	}
-	/* A multi-receive buffer takes queued messages while it has room;
-	 * busy keeps it alive across the deliveries. */
+	return 0;
+}
+
+/* A multi-receive buffer takes queued messages while it has room; busy
+ * keeps it alive across the deliveries. */
+static void post_multi(struct lm_rdm_ep *ep, struct lm_match *m, struct lm_rdm_rx *rx)
+{
+	struct lm_unexp_entry *u;
+
 	rx->busy++;
 	while (!rx->released && (u = lm_match_post(m, &rx->e)))
 		deliver_unexp(ep, rx, u->payload, false);
@@ -483,7 +477,73 @@ static LM_HOT_INLINE ssize_t post_recv(struct lm_rdm_ep *ep, const struct iovec 
 			            0, FI_ADDR_NOTAVAIL);
 		lm_rdm_rx_free(ep, rx);
 	}
-out:
+}
+
+/* Under ep->lock, a receive call's work once its arguments are checked. */
+static LM_HOT_INLINE ssize_t post_locked(struct lm_rdm_ep *ep, const struct iovec *iov,
+                                         void **desc, size_t count, size_t total,
+                                         const struct fi_msg_tagged *msg, uint64_t flags,
+                                         bool tagged)
+{
+	struct lm_match *m = tagged ? &ep->tagged : &ep->msg;
+	fi_addr_t src = msg->addr;
+	struct lm_unexp_entry *u;
+	struct lm_rdm_rx *rx;
+	int ret;
+
+	if (!ep->enabled)
+		return -FI_EOPBADSTATE;
+	ret = recv_source(ep, m, tagged, flags, &src);
+	if (ret)
+		return ret;
+	if (tagged && (flags & FI_PEEK)) {
+		struct fi_msg_tagged peeked = *msg;
+
+		peeked.addr = src;
+		return peek(ep, m, &peeked, flags);
+	}
+	if (tagged && (flags & FI_DISCARD) && !(flags & FI_CLAIM))
+		return -FI_EINVAL;
+	rx = rx_new(ep, iov, desc, count, total);
+	if (!rx)
+		return -FI_EAGAIN;
+	rx->e.src = src;
+	rx->e.tag = msg->tag;
+	rx->e.ignore = msg->ignore;
+	rx->e.flags = flags | (tagged ? FI_TAGGED : FI_MSG);
+	rx->e.context = msg->context;
+	if (tagged && (flags & FI_CLAIM))
+		return post_claim(ep, m, rx, flags);
+	if (flags & FI_MULTI_RECV) {
+		post_multi(ep, m, rx);
+		return 0;
+	}
+	u = lm_match_post(m, &rx->e);
+	if (u)
+		deliver_unexp(ep, rx, u->payload, false);
+	return 0;
+}
+
+/* Inline in each receive call, as do_send. */
+static LM_HOT_INLINE ssize_t post_recv(struct lm_rdm_ep *ep, const struct iovec *iov,
+                                       void **desc, size_t count, fi_addr_t src,
+                                       uint64_t tag, uint64_t ignore, uint64_t flags,
+                                       void *context, bool tagged)
+{
+	struct fi_msg_tagged msg = {
+	    .addr = src, .tag = tag, .ignore = ignore, .context = context};
+	size_t total;
+	ssize_t ret;
+
+	ret = recv_total(iov, count, &total);
+	if (ret)
+		return ret;
+	if (flags & LM_BAD_OP_FLAGS)
+		return -FI_EBADFLAGS;
+	if ((flags & FI_MULTI_RECV) && count != 1)
+		return -FI_EINVAL;
+	lm_lock_acquire(&ep->lock);
+	ret = post_locked(ep, iov, desc, count, total, &msg, flags, tagged);
 	lm_lock_release(&ep->lock);
 	return ret;
 }

@@ -85,6 +85,96 @@ static bool held_send(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer, void *cont
 	return false;
 }
 
+/* The fast path: a small message straight into the link, no request (but
+ * one free, should the link hold part of it).  1: not taken, a request
+ * must carry it. */
+static LM_HOT_INLINE ssize_t send_fast(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
+                                       struct lm_rdm_hdr *h, const struct iovec *iov,
+                                       size_t count, void *context, bool report,
+                                       bool tagged)
+{
+	size_t len = h->size;
+	ssize_t ret;
+
+	h->len = (uint32_t)len;
+	if (count == 1 && len <= ep->link->inline_max && ep->link->ops->send_words)
+		ret = send_eager_words(ep, peer, h, iov[0].iov_base);
+	else
+		ret = ep->link->ops->send(ep->link, peer->lp, h, iov, count);
+	if (ret)
+		return 1;
+	peer->credit -= len;
+	if (ep->link->ops->mark && held_send(ep, peer, context, report, tagged, len))
+		return 0;
+	if (ep->cntr[LM_CNTR_SEND])
+		lm_cntr_inc(ep->cntr[LM_CNTR_SEND]);
+	if (report)
+		lm_cq_write(ep->tx_cq, context, FI_SEND | (tagged ? FI_TAGGED : FI_MSG), 0,
+		            NULL, 0, 0, FI_ADDR_NOTAVAIL);
+	return 0;
+}
+
+/* The RTS of a message too large (or beyond the peer's credit) to go
+ * eager: its flags say how the receiver may take the data. */
+static void rts_flags(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
+                      struct lm_rdm_hdr *h, size_t len)
+{
+	h->op = LM_OP_RTS;
+	if (ep->bulk)
+		h->flags |= LM_HF_BULK;
+	/* The first piece with the RTS hides the handshake when nothing else
+	 * is under way to peer; behind other requests the handshake is hidden
+	 * anyway, and the piece would go as a packet of its own where the
+	 * stream batches them.  Not while the peer's receives come after our
+	 * RTSs (a program that posts its receive once its own send is done):
+	 * there the piece is dropped and sent again. */
+	else if ((ep->link->caps & LM_LINK_EARLY) && len <= LM_EARLY_MAX) {
+		if (peer->early_score < 0)
+			peer->early_score++;
+		else if (lm_rdm_peer_quiet(ep, peer))
+			h->flags |= LM_HF_EARLY;
+	}
+	if (ep->bulk && len >= LM_SPLIT_MIN && !peer->bulk_broken &&
+	    (ep->link->caps & LM_LINK_BULK_WRITE))
+		h->flags |= LM_HF_SPLIT;
+}
+
+/* A message carried by a request: eager (queued, fenced, or asking for
+ * delivery completion) or by rendezvous. */
+static ssize_t send_request(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
+                            struct lm_rdm_hdr *h, const struct iovec *iov, size_t count,
+                            uint64_t flags, void *context, bool report, bool eager,
+                            bool copy)
+{
+	struct lm_rdm_tx *tx = lm_rdm_tx_alloc(ep);
+	size_t len = h->size;
+
+	if (!tx) {
+		peer->owed += h->rreq; /* the credit rides another time */
+		return -FI_EAGAIN;
+	}
+	tx->peer = peer;
+	tx->context = context;
+	tx->report = report;
+	tx->fence = flags & FI_FENCE;
+	tx->cntr = ep->cntr[LM_CNTR_SEND];
+	tx->cq_flags = FI_SEND | (h->flags & LM_HF_TAGGED ? FI_TAGGED : FI_MSG);
+	tx->len = len;
+	if (eager) {
+		peer->credit -= len;
+		tx->op = LM_OP_EAGER;
+		if (flags & FI_DELIVERY_COMPLETE)
+			h->flags |= LM_HF_ACK;
+		h->len = (uint32_t)len;
+	} else {
+		tx->op = LM_OP_RTS;
+		rts_flags(ep, peer, h, len);
+	}
+	/* An inject (or a message past the peer's credit) goes from a copy. */
+	lm_rdm_tx_set_iov(tx, iov, count, len, copy);
+	return lm_rdm_tx_launch(ep, tx, h);
+}
+
 /* Inline in each send call: their constant arguments fold away. */
 static LM_HOT_INLINE ssize_t do_send(struct lm_rdm_ep *ep, const struct iovec *iov,
                                      size_t count, fi_addr_t dest, uint64_t tag,
@@ -92,7 +182,6 @@ static LM_HOT_INLINE ssize_t do_send(struct lm_rdm_ep *ep, const struct iovec *i
                                      bool tagged, bool inject_call)
 {
 	struct lm_rdm_peer *peer;
-	struct lm_rdm_tx *tx;
 	size_t len;
 	bool report, eager;
 	ssize_t ret = 0;
@@ -131,77 +220,14 @@ static LM_HOT_INLINE ssize_t do_send(struct lm_rdm_ep *ep, const struct iovec *i
 		h.rreq = peer->owed;
 		peer->owed = 0;
 	}
-
-	/* The fast path: a small message straight into the link, no request
-	 * (but one free, should the link hold part of it). */
 	if (eager && !(flags & (FI_DELIVERY_COMPLETE | FI_FENCE)) &&
 	    lm_list_empty(&ep->tx_queue) && !peer->dead && ep->tx_nfree) {
-		h.len = (uint32_t)len;
-		if (count == 1 && len <= ep->link->inline_max && ep->link->ops->send_words)
-			ret = send_eager_words(ep, peer, &h, iov[0].iov_base);
-		else
-			ret = ep->link->ops->send(ep->link, peer->lp, &h, iov, count);
-		if (!ret) {
-			peer->credit -= len;
-			if (ep->link->ops->mark && held_send(ep, peer, context, report, tagged, len))
-				goto out;
-			if (ep->cntr[LM_CNTR_SEND])
-				lm_cntr_inc(ep->cntr[LM_CNTR_SEND]);
-			if (report)
-				lm_cq_write(ep->tx_cq, context,
-				            FI_SEND | (tagged ? FI_TAGGED : FI_MSG), 0,
-				            NULL, 0, 0, FI_ADDR_NOTAVAIL);
+		ret = send_fast(ep, peer, &h, iov, count, context, report, tagged);
+		if (ret <= 0)
 			goto out;
-		}
-		ret = 0;
 	}
-	tx = lm_rdm_tx_alloc(ep);
-	if (!tx) {
-		peer->owed += h.rreq; /* the credit rides another time */
-		ret = -FI_EAGAIN;
-		goto out;
-	}
-	tx->peer = peer;
-	tx->context = context;
-	tx->report = report;
-	tx->fence = flags & FI_FENCE;
-	tx->cntr = ep->cntr[LM_CNTR_SEND];
-	tx->cq_flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
-	tx->len = len;
-	if (eager) {
-		peer->credit -= len;
-		tx->op = LM_OP_EAGER;
-		if (flags & FI_DELIVERY_COMPLETE)
-			h.flags |= LM_HF_ACK;
-		lm_rdm_tx_set_iov(tx, iov, count, len,
-		                  (flags & FI_INJECT) || inject_call);
-		h.len = (uint32_t)len;
-	} else {
-		tx->op = LM_OP_RTS;
-		h.op = LM_OP_RTS;
-		if (ep->bulk)
-			h.flags |= LM_HF_BULK;
-		/* The first piece with the RTS hides the handshake when
-		 * nothing else is under way to peer; behind other requests
-		 * the handshake is hidden anyway, and the piece would go as
-		 * a packet of its own where the stream batches them.  Not
-		 * while the peer's receives come after our RTSs (a program
-		 * that posts its receive once its own send is done): there
-		 * the piece is dropped and sent again. */
-		else if ((ep->link->caps & LM_LINK_EARLY) && len <= LM_EARLY_MAX) {
-			if (peer->early_score < 0)
-				peer->early_score++;
-			else if (lm_rdm_peer_quiet(ep, peer))
-				h.flags |= LM_HF_EARLY;
-		}
-		if (ep->bulk && len >= LM_SPLIT_MIN && !peer->bulk_broken &&
-		    (ep->link->caps & LM_LINK_BULK_WRITE))
-			h.flags |= LM_HF_SPLIT;
-		/* An inject past the peer's credit: from a copy. */
-		lm_rdm_tx_set_iov(tx, iov, count, len,
-		                  (flags & FI_INJECT) || inject_call);
-	}
-	ret = lm_rdm_tx_launch(ep, tx, &h);
+	ret = send_request(ep, peer, &h, iov, count, flags, context, report, eager,
+	                   (flags & FI_INJECT) || inject_call);
 out:
 	lm_lock_release(&ep->lock);
 	return ret;
