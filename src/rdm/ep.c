@@ -71,25 +71,14 @@ int lm_rdm_domain_open(struct fid_fabric *fabric, const struct fi_info *info,
 	return 0;
 }
 
-static int rdm_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
-                            enum fi_op op, struct fi_atomic_attr *attr, uint64_t flags)
+int lm_rdm_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
+                        enum fi_op op, struct fi_atomic_attr *attr, uint64_t flags)
 {
 	return lm_query_atomic(domain, datatype, op, attr, flags);
 }
 
-const struct fi_ops_domain lm_rdm_domain_ops = {
-    .size = sizeof(struct fi_ops_domain),
-    .av_open = lm_av_open,
-    .cq_open = lm_cq_open,
-    .endpoint = lm_rdm_endpoint,
-    .scalable_ep = lm_domain_no_scalable_ep,
-    .cntr_open = lm_cntr_open,
-    .poll_open = lm_poll_open,
-    .stx_ctx = lm_domain_no_stx,
-    .srx_ctx = lm_domain_no_srx,
-    .query_atomic = rdm_query_atomic,
-    .query_collective = lm_domain_no_query_collective,
-};
+const struct fi_ops_domain lm_rdm_domain_ops =
+    LM_RDM_DOMAIN_OPS(lm_rdm_endpoint, lm_domain_no_srx);
 
 /* ---- peers ------------------------------------------------------------------ */
 
@@ -159,7 +148,8 @@ struct lm_rdm_peer *lm_rdm_peer_by_fiaddr_slow(struct lm_rdm_ep *ep, fi_addr_t a
 	idx = addr & ep->av->idx_mask;
 	if (gen != ep->peer_gen) {
 		if (ep->peer_vec_len)
-			memset(ep->peer_vec, 0, ep->peer_vec_len * sizeof(ep->peer_vec[0]));
+			memset(ep->peer_vec, 0,
+			       ep->peer_vec_len * sizeof(ep->peer_vec[0]));
 		ep->peer_gen = gen;
 	}
 	if (idx < ep->peer_vec_len && ep->peer_vec[idx])
@@ -288,8 +278,12 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	static const uint64_t cntr_bits[LM_CNTR_MAX] = {
 	    FI_SEND, FI_RECV, FI_READ, FI_WRITE, FI_REMOTE_READ, FI_REMOTE_WRITE};
 
+	int ret;
+
 	if (!bfid || ctx->alias)
 		return -FI_EINVAL;
+	if (ep->ext && ep->ext->bind && (ret = ep->ext->bind(ep, bfid, flags)) != 1)
+		return ret;
 	if (ep->enabled)
 		return -FI_EOPBADSTATE;
 	switch (bfid->fclass) {
@@ -451,8 +445,13 @@ static int ep_close(struct fid *fid)
 		free(ctx);
 		return 0;
 	}
+	const struct lm_rdm_ep_ext *ext = ep->ext;
+	void *prov = ep->prov;
+
 	if (atomic_load(&ep->ref))
 		return -FI_EBUSY;
+	if (ext && ext->closing)
+		ext->closing(ep);
 	lm_rdm_linger(ep);
 	hooks_del(ep);
 	if (ep->tx_cq)
@@ -466,6 +465,8 @@ static int ep_close(struct fid *fid)
 		atomic_fetch_sub(&ep->av->ref, 1);
 	atomic_fetch_sub(&ep->dom->util.ref, 1);
 	ep_free(ep);
+	if (ext && ext->closed)
+		ext->closed(prov);
 	return 0;
 }
 
@@ -510,6 +511,8 @@ static int ep_control(struct fid *fid, int command, void *arg)
 			hooks_add(ctx->ep);
 			ret = 0;
 		}
+		if (!ret && !ctx->alias && ctx->ep->ext && ctx->ep->ext->enabled)
+			ctx->ep->ext->enabled(ctx->ep);
 		return ret;
 	case FI_GETOPSFLAG:
 		if (!flags)
@@ -570,7 +573,12 @@ static ssize_t ep_cancel(fid_t fid, void *context)
 static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
 {
 	struct lm_rdm_ep *ep = lm_container_of(fid, struct lm_rdm_ctx, ep_fid.fid)->ep;
+	int ret;
 
+	if (ep->ext && ep->ext->getopt &&
+	    (ret = ep->ext->getopt(ep, level, optname, optval, optlen)) !=
+	        -FI_ENOPROTOOPT)
+		return ret;
 	if (level != FI_OPT_ENDPOINT)
 		return -FI_ENOPROTOOPT;
 	switch (optname) {
@@ -588,7 +596,12 @@ static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *op
 static int ep_setopt(fid_t fid, int level, int optname, const void *optval, size_t optlen)
 {
 	struct lm_rdm_ep *ep = lm_container_of(fid, struct lm_rdm_ctx, ep_fid.fid)->ep;
+	int ret;
 
+	if (ep->ext && ep->ext->setopt &&
+	    (ret = ep->ext->setopt(ep, level, optname, optval, optlen)) !=
+	        -FI_ENOPROTOOPT)
+		return ret;
 	if (level != FI_OPT_ENDPOINT)
 		return -FI_ENOPROTOOPT;
 	switch (optname) {
@@ -720,7 +733,7 @@ static int link_open(struct lm_rdm_ep *ep, const void *name, bool name_hint)
 	return 0;
 }
 
-static int ep_setname(fid_t fid, void *addr, size_t addrlen)
+int lm_rdm_setname(fid_t fid, void *addr, size_t addrlen)
 {
 	struct lm_rdm_ep *ep = lm_container_of(fid, struct lm_rdm_ctx, ep_fid.fid)->ep;
 	const struct lm_link_ops *ops = ep->dom->link_ops;
@@ -772,7 +785,7 @@ out:
 	return ret;
 }
 
-static int ep_getname(fid_t fid, void *addr, size_t *addrlen)
+int lm_rdm_getname(fid_t fid, void *addr, size_t *addrlen)
 {
 	struct lm_rdm_ep *ep = lm_container_of(fid, struct lm_rdm_ctx, ep_fid.fid)->ep;
 	const struct lm_link_ops *ops = ep->dom->link_ops;
@@ -812,8 +825,8 @@ static int ep_getname(fid_t fid, void *addr, size_t *addrlen)
 
 static const struct fi_ops_cm ep_cm_ops = {
     .size = sizeof(struct fi_ops_cm),
-    .setname = ep_setname,
-    .getname = ep_getname,
+    .setname = lm_rdm_setname,
+    .getname = lm_rdm_getname,
     .getpeer = lm_cm_no_getpeer,
     /* Applications written for both kinds of endpoint call fi_shutdown
      * on an RDM one too (the fabtests do). */
@@ -882,6 +895,13 @@ static int tables_init(struct lm_rdm_ep *ep)
 int lm_rdm_endpoint(struct fid_domain *domain, struct fi_info *info,
                     struct fid_ep **ep_fid, void *context)
 {
+	return lm_rdm_endpoint_ext(domain, info, NULL, NULL, ep_fid, context);
+}
+
+int lm_rdm_endpoint_ext(struct fid_domain *domain, struct fi_info *info,
+                        const struct lm_rdm_ep_ext *ext, void *prov,
+                        struct fid_ep **ep_fid, void *context)
+{
 	struct lm_rdm_domain *dom =
 	    lm_container_of(domain, struct lm_rdm_domain, util.domain_fid);
 	struct lm_rdm_ep *ep;
@@ -895,7 +915,7 @@ int lm_rdm_endpoint(struct fid_domain *domain, struct fi_info *info,
 	/* Only what fi_getinfo could have offered: caps that exist, iovs
 	 * within the engine's limit. */
 	if ((info->caps & ~(LM_PRIMARY_CAPS | LM_SECONDARY_CAPS | LM_MSG_MODIFIERS |
-	                     LM_RMA_MODIFIERS)) ||
+	                    LM_RMA_MODIFIERS)) ||
 	    (info->tx_attr && info->tx_attr->iov_limit > LM_IOV_LIMIT) ||
 	    (info->rx_attr && info->rx_attr->iov_limit > LM_IOV_LIMIT))
 		return -FI_EINVAL;
@@ -919,7 +939,9 @@ int lm_rdm_endpoint(struct fid_domain *domain, struct fi_info *info,
 	ep->ctx.ep_fid.fid.context = context;
 	ep->ctx.ep_fid.fid.ops = (struct fi_ops *)&ep_fid_ops;
 	ep->ctx.ep_fid.ops = (struct fi_ops_ep *)&ep_ops;
-	ep->ctx.ep_fid.cm = (struct fi_ops_cm *)&ep_cm_ops;
+	ep->ctx.ep_fid.cm = (struct fi_ops_cm *)(ext && ext->cm ? ext->cm : &ep_cm_ops);
+	ep->ext = ext;
+	ep->prov = prov;
 	ep->ctx.ep_fid.msg = (struct fi_ops_msg *)&lm_rdm_msg_ops;
 	ep->ctx.ep_fid.tagged = (struct fi_ops_tagged *)&lm_rdm_tagged_ops;
 	ep->ctx.ep_fid.rma = (struct fi_ops_rma *)&lm_rdm_rma_ops;

@@ -1016,12 +1016,12 @@ static LM_HOT_INLINE void progress(struct lm_rdm_ep *ep, bool sleepy)
 		    memory_order_relaxed);
 		if (ep->conn_err && !ep->conn_told) {
 			ep->conn_told = true;
-			tell = ep->conn_lost != NULL;
+			tell = ep->ext && ep->ext->lost;
 		}
 	}
 	lm_lock_release(&ep->lock);
 	if (tell)
-		ep->conn_lost(ep);
+		ep->ext->lost(ep);
 }
 
 /* A sender told "delivered" must not lose the message to our close: a

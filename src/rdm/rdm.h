@@ -139,6 +139,10 @@ struct lm_rdm_hdr {
 
 _Static_assert(sizeof(struct lm_rdm_hdr) == 64, "wire header is 64 bytes");
 
+/* A header field's word: its bit in a link's send_words mask. */
+#define LM_HDR_WORD(field) (offsetof(struct lm_rdm_hdr, field) / sizeof(uint64_t))
+#define LM_HDR_BIT(field)  (1u << LM_HDR_WORD(field))
+
 /* Copy a header from a link's buffer word by word: a link that has just
  * written it with 8-byte stores would make wider loads wait until those
  * stores left the store buffer (a load is forwarded from one store, not
@@ -213,6 +217,19 @@ int lm_rdm_domain_open(struct fid_fabric *fabric, const struct fi_info *info,
                        const struct lm_link_ops *link_ops, void *link_ctx,
                        const struct fi_ops_domain *ops, void *context,
                        struct lm_rdm_domain **out);
+/* An engine domain's ops with a provider's endpoint and srx_ctx calls;
+ * providers compose their static const table with it. */
+#define LM_RDM_DOMAIN_OPS(endpoint_fn, srx_fn)                                           \
+	{                                                                                \
+		.size = sizeof(struct fi_ops_domain), .av_open = lm_av_open,             \
+		.cq_open = lm_cq_open, .endpoint = (endpoint_fn),                        \
+		.scalable_ep = lm_domain_no_scalable_ep, .cntr_open = lm_cntr_open,      \
+		.poll_open = lm_poll_open, .stx_ctx = lm_domain_no_stx,                  \
+		.srx_ctx = (srx_fn), .query_atomic = lm_rdm_query_atomic,                \
+		.query_collective = lm_domain_no_query_collective,                       \
+	}
+int lm_rdm_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
+                        enum fi_op op, struct fi_atomic_attr *attr, uint64_t flags);
 /* The domain's fi_close stays util's (lm_domain_fini + free), which is
  * right while lm_rdm_domain is first in the provider's struct and the
  * provider has nothing else to release. */
@@ -405,6 +422,8 @@ struct lm_rdm_ctl {
 
 /* ---- endpoint ------------------------------------------------------------ */
 
+struct lm_rdm_ep_ext;
+
 /* A fid_ep: the endpoint itself or an alias with other op flags. */
 struct lm_rdm_ctx {
 	struct fid_ep ep_fid;
@@ -490,12 +509,9 @@ struct lm_rdm_ep {
 	struct lm_rdm_peer *msg_peer;  /* set by lm_rdm_ep_connected */
 	/* FI_EP_MSG after the connection ended: the error its operations
 	 * end with (0 while connected); conn_failed once what waited on the
-	 * peer has failed, conn_told once conn_lost below has run. */
+	 * peer has failed, conn_told once the extension's lost hook has run. */
 	int conn_err;
 	bool conn_failed, conn_told;
-	/* The provider's hook for a connection the link lost, run by the
-	 * progress that noticed it, without ep->lock (its EQ event). */
-	void (*conn_lost)(struct lm_rdm_ep *ep);
 	struct lm_rdm_peer **peer_vec; /* fi_addr index -> peer */
 	size_t peer_vec_len;
 	uint64_t peer_gen;
@@ -516,12 +532,50 @@ struct lm_rdm_ep {
 	atomic_bool quiet;
 	struct lm_lock lock;
 	char *name; /* address set with fi_setname before the link opened */
-	void *prov; /* the provider's own state for this endpoint */
+	const struct lm_rdm_ep_ext *ext; /* what the provider adds, or NULL */
+	void *prov;                      /* the provider's own state for it */
+};
+
+/* ---- extensions ------------------------------------------------------------
+ * What a provider adds to an engine endpoint (a connected endpoint's
+ * connection management and event queue; a link of its own).  The engine's
+ * ops tables stay its own and const: each of its calls runs the hook that
+ * fits, on the endpoint itself (never for an alias).  A NULL hook leaves
+ * the engine's behaviour. */
+struct lm_rdm_ep_ext {
+	/* fi_ep_bind of an object the engine does not bind itself (an EQ, a
+	 * shared receive context); 1: not the provider's either. */
+	int (*bind)(struct lm_rdm_ep *ep, struct fid *bfid, uint64_t flags);
+	/* fi_enable once the engine's own succeeded. */
+	void (*enabled)(struct lm_rdm_ep *ep);
+	/* fi_close: before the engine's teardown (detach what may still call
+	 * in) and after it (release prov). */
+	void (*closing)(struct lm_rdm_ep *ep);
+	void (*closed)(void *prov);
+	/* fi_getopt / fi_setopt, tried before the engine's: -FI_ENOPROTOOPT
+	 * passes the option on. */
+	int (*getopt)(struct lm_rdm_ep *ep, int level, int optname, void *optval,
+	              size_t *optlen);
+	int (*setopt)(struct lm_rdm_ep *ep, int level, int optname, const void *optval,
+	              size_t optlen);
+	/* A connection the link lost, run by the progress that noticed it,
+	 * without ep->lock (its EQ event). */
+	void (*lost)(struct lm_rdm_ep *ep);
+	/* The endpoint's fi_ops_cm instead of the engine's (which refuses to
+	 * connect): it may use lm_rdm_getname and lm_rdm_setname. */
+	const struct fi_ops_cm *cm;
 };
 
 /* ep.c */
 int lm_rdm_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep,
                     void *context);
+/* An endpoint with ext's hooks and prov as its provider state. */
+int lm_rdm_endpoint_ext(struct fid_domain *domain, struct fi_info *info,
+                        const struct lm_rdm_ep_ext *ext, void *prov, struct fid_ep **ep,
+                        void *context);
+/* The engine's fi_getname / fi_setname, for an extension's fi_ops_cm. */
+int lm_rdm_getname(fid_t fid, void *addr, size_t *addrlen);
+int lm_rdm_setname(fid_t fid, void *addr, size_t addrlen);
 struct lm_rdm_peer *lm_rdm_peer_by_fiaddr_slow(struct lm_rdm_ep *ep, fi_addr_t addr);
 /* The peer an fi_addr names (made on first use), or NULL: from the
  * endpoint's vector while no address was removed since it was filled. */
@@ -544,7 +598,7 @@ int lm_rdm_ep_connected(struct lm_rdm_ep *ep, const void *addr);
 /* The operations still outstanding with a connected endpoint's peer end,
  * and its posted receives (its connection is gone): with FI_ECANCELED for
  * fi_shutdown.  A connection the link loses ends so by itself, with
- * FI_ENOTCONN, and runs ep->conn_lost. */
+ * FI_ENOTCONN, and runs the extension's lost hook. */
 void lm_rdm_ep_disconnected(struct lm_rdm_ep *ep, int err);
 struct lm_rdm_peer *lm_rdm_peer_by_addr(struct lm_rdm_ep *ep, const void *addr);
 /* The same, without making one: NULL for an address never seen. */
@@ -573,12 +627,13 @@ static inline struct lm_rdm_peer *lm_rdm_peer_of_src(struct lm_rdm_ep *ep,
 {
 	struct lm_rdm_peer *p = ep->last_src;
 	size_t len = ep->dom->link_ops->addrlen;
+	uint64_t x[2], y[2];
 
-	if (p && len == 16) { /* shm, sockaddr_in */
-		uint64_t x[2], y[2];
-
-		memcpy(x, p->addr, 16);
-		memcpy(y, src_addr, 16);
+	/* An address of two words compares as two words; any other length
+	 * byte by byte. */
+	if (p && len == sizeof(x)) {
+		memcpy(x, p->addr, sizeof(x));
+		memcpy(y, src_addr, sizeof(y));
 		if (!((x[0] ^ y[0]) | (x[1] ^ y[1])))
 			return p;
 	} else if (p && !memcmp(p->addr, src_addr, len)) {

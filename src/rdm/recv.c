@@ -59,7 +59,6 @@ void lm_rdm_unexp_free(struct lm_rdm_ep *ep, struct lm_rdm_unexp *x)
 	lm_bufpool_free(&ep->unexp_pool, x);
 }
 
-
 size_t lm_rdm_rx_place(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx, size_t len,
                        struct iovec *iov, bool *released)
 {
@@ -87,7 +86,8 @@ void lm_rdm_rx_multi_after(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx, bool rele
 }
 
 /* An eager message (payload, len bytes) into a->rx. */
-static LM_HOT_INLINE void deliver_eager(struct lm_rdm_ep *ep, const struct lm_rdm_arrival *a,
+static LM_HOT_INLINE void deliver_eager(struct lm_rdm_ep *ep,
+                                        const struct lm_rdm_arrival *a,
                                         const void *payload, size_t len)
 {
 	struct lm_rdm_rx *rx = a->rx;
@@ -408,8 +408,9 @@ static LM_HOT_INLINE int recv_source(struct lm_rdm_ep *ep, const struct lm_match
  * it may.  Field by field: the iov and desc arrays are large and only
  * count entries of them are read; node, bucket and seq are
  * lm_match_post's. */
-static LM_HOT_INLINE struct lm_rdm_rx *rx_new(struct lm_rdm_ep *ep, const struct iovec *iov,
-                                              void **desc, size_t count, size_t total)
+static LM_HOT_INLINE struct lm_rdm_rx *rx_new(struct lm_rdm_ep *ep,
+                                              const struct iovec *iov, void **desc,
+                                              size_t count, size_t total)
 {
 	struct lm_rdm_rx *rx;
 
@@ -449,8 +450,8 @@ static int post_claim(struct lm_rdm_ep *ep, struct lm_match *m, struct lm_rdm_rx
 	x = u->payload;
 	if (flags & FI_DISCARD) {
 		if (ep->rx_cq)
-			lm_cq_write(ep->rx_cq, rx->e.context, FI_RECV | FI_TAGGED, 0, NULL,
-			            0, u->tag, u->src);
+			lm_cq_write(ep->rx_cq, rx->e.context, FI_RECV | FI_TAGGED, 0,
+			            NULL, 0, u->tag, u->src);
 		lm_rdm_rx_free(ep, rx);
 		deliver_unexp(ep, NULL, x, false);
 	} else {
@@ -549,7 +550,7 @@ static LM_HOT_INLINE ssize_t post_recv(struct lm_rdm_ep *ep, const struct iovec 
 }
 
 ssize_t lm_rdm_recv(struct fid_ep *fid, void *buf, size_t len, void *desc,
-                        fi_addr_t src_addr, void *context)
+                    fi_addr_t src_addr, void *context)
 {
 	struct lm_rdm_ctx *ctx = lm_rdm_ctx_of(fid);
 	struct iovec iov = {buf, len};
@@ -559,7 +560,7 @@ ssize_t lm_rdm_recv(struct fid_ep *fid, void *buf, size_t len, void *desc,
 }
 
 ssize_t lm_rdm_recvv(struct fid_ep *fid, const struct iovec *iov, void **desc,
-                         size_t count, fi_addr_t src_addr, void *context)
+                     size_t count, fi_addr_t src_addr, void *context)
 {
 	struct lm_rdm_ctx *ctx = lm_rdm_ctx_of(fid);
 
@@ -578,7 +579,7 @@ ssize_t lm_rdm_recvmsg(struct fid_ep *fid, const struct fi_msg *msg, uint64_t fl
 }
 
 ssize_t lm_rdm_trecv(struct fid_ep *fid, void *buf, size_t len, void *desc,
-                         fi_addr_t src_addr, uint64_t tag, uint64_t ignore, void *context)
+                     fi_addr_t src_addr, uint64_t tag, uint64_t ignore, void *context)
 {
 	struct lm_rdm_ctx *ctx = lm_rdm_ctx_of(fid);
 	struct iovec iov = {buf, len};
@@ -588,8 +589,8 @@ ssize_t lm_rdm_trecv(struct fid_ep *fid, void *buf, size_t len, void *desc,
 }
 
 ssize_t lm_rdm_trecvv(struct fid_ep *fid, const struct iovec *iov, void **desc,
-                          size_t count, fi_addr_t src_addr, uint64_t tag, uint64_t ignore,
-                          void *context)
+                      size_t count, fi_addr_t src_addr, uint64_t tag, uint64_t ignore,
+                      void *context)
 {
 	struct lm_rdm_ctx *ctx = lm_rdm_ctx_of(fid);
 
@@ -598,7 +599,7 @@ ssize_t lm_rdm_trecvv(struct fid_ep *fid, const struct iovec *iov, void **desc,
 }
 
 ssize_t lm_rdm_trecvmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg,
-                            uint64_t flags)
+                        uint64_t flags)
 {
 	struct lm_rdm_ctx *ctx = lm_rdm_ctx_of(fid);
 
@@ -634,4 +635,3 @@ ssize_t lm_rdm_cancel(struct lm_rdm_ep *ep, void *context)
 	}
 	return -FI_ENOENT;
 }
-

@@ -25,8 +25,8 @@ static const uint8_t rndv_moves[] = {
     [LM_RNDV_FREE] = 1u << LM_RNDV_MATCHED,
     [LM_RNDV_MATCHED] = 1u << LM_RNDV_PLACING | 1u << LM_RNDV_PUSHING |
                         1u << LM_RNDV_STREAMING | 1u << LM_RNDV_FREE,
-    [LM_RNDV_PLACING] = 1u << LM_RNDV_STREAMING | 1u << LM_RNDV_MATCHED |
-                        1u << LM_RNDV_FREE,
+    [LM_RNDV_PLACING] =
+        1u << LM_RNDV_STREAMING | 1u << LM_RNDV_MATCHED | 1u << LM_RNDV_FREE,
     [LM_RNDV_PUSHING] = 1u << LM_RNDV_STREAMING | 1u << LM_RNDV_FREE,
     [LM_RNDV_STREAMING] = 1u << LM_RNDV_PLACING | 1u << LM_RNDV_FREE,
 };
@@ -129,7 +129,8 @@ static void rndv_finish_msg(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r, int err
 	if (err)
 		rndv_report_error(ep, r, err);
 	else
-		lm_rdm_rx_report(ep, rx, r->size, r->data, r->tag, r->src, r->extra_flags);
+		lm_rdm_rx_report(ep, rx, r->size, r->data, r->tag, r->src,
+		                 r->extra_flags);
 	rx->busy--;
 	if (!(rx->e.flags & FI_MULTI_RECV) || (rx->released && !rx->busy))
 		lm_rdm_rx_free(ep, rx);
@@ -229,7 +230,8 @@ static size_t rndv_push(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r,
 	                        .rreq = rndv_handle(ep, r)};
 	size_t mine = (r->cap / 2) & ~(LM_PAGE_SIZE - 1);
 
-	push.iov_count = lm_rdm_iov_slice(r->iov, r->iov_count, mine, r->cap - mine, local);
+	push.iov_count =
+	    lm_rdm_iov_slice(r->iov, r->iov_count, mine, r->cap - mine, local);
 	lm_rdm_rts_from_iov(&push, local, push.iov_count);
 	ph.addr = mine;
 	ph.size = r->cap - mine;
@@ -573,7 +575,8 @@ void lm_rdm_rndv_unplaced(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r)
 		rndv_enter(ep, r, LM_RNDV_MATCHED);
 }
 
-/* ---- split rendezvous --------------------------------------------------------------- */
+/* ---- split rendezvous ---------------------------------------------------------------
+ */
 
 /* Sender side of a split rendezvous: write the part the receiver asked
  * for straight into its memory, then say so. */

@@ -16,9 +16,8 @@ static bool eager_ok(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer, size_t len)
 	 * eager up to a whole packet where the link places payloads: no
 	 * handshake, no FIN.  Streams keep the smaller limit: there the
 	 * handshakes overlap, and large eager packets stream worse. */
-	if (len > ep->eager_max &&
-	    !(peer->replying && (ep->link->caps & LM_LINK_EARLY) &&
-	      len <= ep->link->max_payload))
+	if (len > ep->eager_max && !(peer->replying && (ep->link->caps & LM_LINK_EARLY) &&
+	                             len <= ep->link->max_payload))
 		return false;
 	if (len > peer->credit)
 		lm_rdm_progress_locked(ep);
@@ -31,30 +30,31 @@ static inline ssize_t send_eager_words(struct lm_rdm_ep *ep, struct lm_rdm_peer 
                                        const struct lm_rdm_hdr *h, const void *payload)
 {
 	uint64_t words[5];
-	unsigned mask = 0x3, n = 2;
+	unsigned mask = LM_HDR_BIT(version) | LM_HDR_BIT(size), n = 2;
 
 	/* version, op, flags, len: as one value, not a load of the four
 	 * stores just made (which would wait for them to retire). */
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	words[0] = (uint64_t)h->version | (uint64_t)h->op << 8 | (uint64_t)h->flags << 16 |
-	           (uint64_t)h->len << 32;
+	words[0] = (uint64_t)h->version | (uint64_t)h->op << 8 |
+	           (uint64_t)h->flags << 16 | (uint64_t)h->len << 32;
 #else
 	memcpy(&words[0], h, sizeof(words[0]));
 #endif
 	words[1] = h->size;
 	if (h->tag) {
 		words[n++] = h->tag;
-		mask |= 1u << 2;
+		mask |= LM_HDR_BIT(tag);
 	}
 	if (h->data) {
 		words[n++] = h->data;
-		mask |= 1u << 3;
+		mask |= LM_HDR_BIT(data);
 	}
 	if (h->rreq) {
 		words[n++] = h->rreq;
-		mask |= 1u << 5;
+		mask |= LM_HDR_BIT(rreq);
 	}
-	return ep->link->ops->send_words(ep->link, peer->lp, words, mask, payload, h->len);
+	return ep->link->ops->send_words(ep->link, peer->lp, words, mask, payload,
+	                                 h->len);
 }
 
 /* The fast path's send, taken but not yet delivered by the link: true
@@ -109,8 +109,8 @@ static LM_HOT_INLINE ssize_t send_fast(struct lm_rdm_ep *ep, struct lm_rdm_peer 
 	if (ep->cntr[LM_CNTR_SEND])
 		lm_cntr_inc(ep->cntr[LM_CNTR_SEND]);
 	if (report)
-		lm_cq_write(ep->tx_cq, context, FI_SEND | (tagged ? FI_TAGGED : FI_MSG), 0,
-		            NULL, 0, 0, FI_ADDR_NOTAVAIL);
+		lm_cq_write(ep->tx_cq, context, FI_SEND | (tagged ? FI_TAGGED : FI_MSG),
+		            0, NULL, 0, 0, FI_ADDR_NOTAVAIL);
 	return 0;
 }
 

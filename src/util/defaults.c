@@ -3,37 +3,29 @@
  * object class. */
 #include "util.h"
 
-static int no_domain(struct fid_fabric *fabric, struct fi_info *info,
-		     struct fid_domain **dom, void *context)
+int lm_fabric_no_domain(struct fid_fabric *fabric, struct fi_info *info,
+                        struct fid_domain **dom, void *context)
 {
 	(void)fabric, (void)info, (void)dom, (void)context;
 	return -FI_ENOSYS;
 }
 
-static int no_pep(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep **pep,
-		  void *context)
+int lm_fabric_no_pep(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep **pep,
+                     void *context)
 {
 	(void)fabric, (void)info, (void)pep, (void)context;
 	return -FI_ENOSYS;
 }
 
-static int no_domain2(struct fid_fabric *fabric, struct fi_info *info,
-		      struct fid_domain **dom, uint64_t flags, void *context)
+int lm_fabric_domain2(struct fid_fabric *fabric, struct fi_info *info,
+                      struct fid_domain **dom, uint64_t flags, void *context)
 {
 	if (flags)
 		return -FI_EBADFLAGS;
 	return fabric->ops->domain(fabric, info, dom, context);
 }
 
-const struct fi_ops_fabric lm_fabric_ops = {
-	.size = sizeof(struct fi_ops_fabric),
-	.domain = no_domain,
-	.passive_ep = no_pep,
-	.eq_open = lm_eq_open,
-	.wait_open = lm_wait_open,
-	.trywait = lm_trywait,
-	.domain2 = no_domain2,
-};
+const struct fi_ops_fabric lm_fabric_ops = LM_FABRIC_OPS(lm_fabric_no_domain, lm_fabric_no_pep);
 
 static int no_ep(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep,
 		 void *context)

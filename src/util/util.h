@@ -130,8 +130,22 @@ int lm_fabric_open(const struct fi_provider *prov, const struct fi_fabric_attr *
                    struct fid_fabric **fabric);
 /* -FI_EBUSY while anything opened on the fabric is still open. */
 int lm_fabric_fini(struct lm_fabric *fab);
-/* domain/passive_ep: -FI_ENOSYS (the provider supplies them); eq_open:
- * lm_eq_open; wait_open: lm_wait_open; trywait: lm_trywait. */
+/* A fabric's ops with a provider's domain and passive_ep calls: eq_open
+ * lm_eq_open, wait_open lm_wait_open, trywait lm_trywait, domain2 through
+ * domain.  Providers compose their static const table with it. */
+#define LM_FABRIC_OPS(domain_fn, pep_fn)                                                 \
+	{                                                                                \
+		.size = sizeof(struct fi_ops_fabric), .domain = (domain_fn),             \
+		.passive_ep = (pep_fn), .eq_open = lm_eq_open, .wait_open = lm_wait_open, \
+		.trywait = lm_trywait, .domain2 = lm_fabric_domain2,                     \
+	}
+int lm_fabric_no_domain(struct fid_fabric *fabric, struct fi_info *info,
+                        struct fid_domain **dom, void *context);
+int lm_fabric_no_pep(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep **pep,
+                     void *context);
+int lm_fabric_domain2(struct fid_fabric *fabric, struct fi_info *info,
+                      struct fid_domain **dom, uint64_t flags, void *context);
+/* Neither domains nor passive endpoints (-FI_ENOSYS). */
 extern const struct fi_ops_fabric lm_fabric_ops;
 
 struct lm_domain {

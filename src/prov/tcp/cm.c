@@ -414,12 +414,17 @@ static int pep_take(fid_t handle, int family, int *fd, union tcp_addr *addr)
 	return ret;
 }
 
-static struct fi_ops_cm pep_cm_ops = {
+static const struct fi_ops_cm pep_cm_ops = {
     .size = sizeof(struct fi_ops_cm),
     .setname = pep_setname,
     .getname = pep_getname,
+    .getpeer = lm_cm_no_getpeer,
+    .connect = lm_cm_no_connect,
     .listen = pep_listen,
+    .accept = lm_cm_no_accept,
     .reject = pep_reject,
+    .shutdown = lm_cm_no_shutdown,
+    .join = lm_cm_no_join,
 };
 
 /* FI_OPT_CM_DATA_SIZE (read only): the connection data a request, accept
@@ -499,7 +504,7 @@ int tcp_passive_ep(struct fid_fabric *fabric, struct fi_info *info, struct fid_p
 	p->pep_fid.fid.fclass = FI_CLASS_PEP;
 	p->pep_fid.fid.context = context;
 	p->pep_fid.fid.ops = (struct fi_ops *)&pep_fid_ops;
-	p->pep_fid.cm = &pep_cm_ops;
+	p->pep_fid.cm = (struct fi_ops_cm *)&pep_cm_ops;
 	p->pep_fid.ops = (struct fi_ops_ep *)&pep_ep_ops;
 	*out = &p->pep_fid;
 	return 0;
@@ -539,15 +544,6 @@ struct tcp_msg {
 	struct tcp_srx_member srx; /* a shared receive context, if bound */
 	struct lm_lock lock;
 };
-
-static const struct fi_ops *engine_fid_ops;
-static const struct fi_ops_cm *engine_cm_ops;
-static const struct fi_ops_ep *engine_ep_ops;
-static struct fi_ops_ep msg_ep_ops;
-static struct fi_ops_cm msg_cm_ops;
-static struct fi_ops msg_fid_ops;
-static pthread_once_t msg_ops_once = PTHREAD_ONCE_INIT;
-static struct fid_ep *msg_ops_from; /* the endpoint whose tables seed ours */
 
 static struct tcp_msg *msg_of(struct fid *fid)
 {
@@ -689,7 +685,7 @@ static void msg_progress(struct lm_progress *prog)
 	lm_lock_release(&m->lock);
 }
 
-/* The engine's conn_lost: a CQ's or counter's progress found the
+/* The extension's lost hook: a CQ's or counter's progress found the
  * connection gone, and has failed what was posted on it; the EQ hears of
  * it at once, whether or not anybody reads the EQ. */
 static void msg_lost(struct lm_rdm_ep *ep)
@@ -705,23 +701,16 @@ static void msg_lost(struct lm_rdm_ep *ep)
 }
 
 /* fi_enable, or the enabling fi_connect and fi_accept do: the engine's,
- * then the shared receive context's hook behind the engine's. */
+ * which runs msg_enabled. */
 static int msg_enable(struct tcp_msg *m)
 {
-	int ret = engine_fid_ops->control(&m->ep->ctx.ep_fid.fid, FI_ENABLE, NULL);
-
-	if (!ret)
-		tcp_srx_enabled(&m->srx);
-	return ret;
+	return fi_enable(&m->ep->ctx.ep_fid);
 }
 
-static int msg_control(struct fid *fid, int command, void *arg)
+/* The shared receive context's hook goes behind the engine's. */
+static void msg_enabled(struct lm_rdm_ep *ep)
 {
-	struct lm_rdm_ctx *ctx = lm_container_of(fid, struct lm_rdm_ctx, ep_fid.fid);
-
-	if (command == FI_ENABLE && !ctx->alias)
-		return msg_enable(msg_of(fid));
-	return engine_fid_ops->control(fid, command, arg);
+	tcp_srx_enabled(&((struct tcp_msg *)ep->prov)->srx);
 }
 
 static int msg_connect(struct fid_ep *fid, const void *addr, const void *param,
@@ -857,7 +846,7 @@ static int msg_getname(fid_t fid, void *addr, size_t *addrlen)
 	own = m->bound && m->state < MSG_CONNECTED;
 	lm_lock_release(&m->lock);
 	return own ? addr_out(m->ep->info->addr_format, &m->self, addr, addrlen)
-	           : engine_cm_ops->getname(fid, addr, addrlen);
+	           : lm_rdm_getname(fid, addr, addrlen);
 }
 
 static int msg_getpeer(struct fid_ep *fid, void *addr, size_t *addrlen)
@@ -871,43 +860,39 @@ static int msg_getpeer(struct fid_ep *fid, void *addr, size_t *addrlen)
 	return addr_out(m->ep->info->addr_format, &m->peer, addr, addrlen);
 }
 
-static int msg_close(struct fid *fid)
+/* Before the engine's teardown: nothing calls in any more. */
+static void msg_closing(struct lm_rdm_ep *ep)
 {
-	struct tcp_msg *m = msg_of(fid);
-	int ret;
+	struct tcp_msg *m = ep->prov;
 
-	if (lm_container_of(fid, struct lm_rdm_ctx, ep_fid.fid)->alias)
-		return engine_fid_ops->close(fid);
-	if (atomic_load(&m->ep->ref))
-		return -FI_EBUSY; /* aliases open: the engine says so too */
 	if (m->eq) {
 		lm_eq_del_progress(m->eq, &m->prog);
 		atomic_fetch_sub(&m->eq->ref, 1);
 		m->eq = NULL;
 	}
 	tcp_srx_leave(&m->srx);
-	ret = engine_fid_ops->close(fid);
-	if (ret)
-		return ret;
+}
+
+static void msg_closed(void *prov)
+{
+	struct tcp_msg *m = prov;
+
 	if (m->fd >= 0)
 		close(m->fd);
 	close(m->epfd);
 	lm_lock_fini(&m->lock);
 	free(m);
-	return 0;
 }
 
-static int msg_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+/* An EQ, or a shared receive context; 1 for what the engine binds. */
+static int msg_bind(struct lm_rdm_ep *ep, struct fid *bfid, uint64_t flags)
 {
-	struct tcp_msg *m = msg_of(fid);
+	struct tcp_msg *m = ep->prov;
 
-	if (bfid && bfid->fclass == FI_CLASS_SRX_CTX) {
-		if (lm_container_of(fid, struct lm_rdm_ctx, ep_fid.fid)->alias)
-			return -FI_EINVAL;
+	if (bfid->fclass == FI_CLASS_SRX_CTX)
 		return tcp_srx_bind(&m->srx, m->ep, bfid, flags);
-	}
-	if (!bfid || bfid->fclass != FI_CLASS_EQ)
-		return engine_fid_ops->bind(fid, bfid, flags);
+	if (bfid->fclass != FI_CLASS_EQ)
+		return 1;
 	if (m->eq)
 		return -FI_EINVAL;
 	m->eq = lm_container_of(bfid, struct lm_eq, eq_fid.fid);
@@ -916,43 +901,43 @@ static int msg_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	return 0;
 }
 
-/* The engine's tables, with connection management and the EQ added. */
-static int msg_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
+static int msg_getopt(struct lm_rdm_ep *ep, int level, int optname, void *optval,
+                      size_t *optlen)
 {
-	int ret = cm_getopt(level, optname, optval, optlen);
-
-	return ret == -FI_ENOPROTOOPT ? engine_ep_ops->getopt(fid, level, optname, optval, optlen)
-	                              : ret;
+	(void)ep;
+	return cm_getopt(level, optname, optval, optlen);
 }
 
-static int msg_setopt(fid_t fid, int level, int optname, const void *optval,
+static int msg_setopt(struct lm_rdm_ep *ep, int level, int optname, const void *optval,
                       size_t optlen)
 {
-	int ret = cm_setopt(fid, level, optname, optval, optlen);
-
-	return ret == -FI_ENOPROTOOPT ? engine_ep_ops->setopt(fid, level, optname, optval, optlen)
-	                              : ret;
+	return cm_setopt(&ep->ctx.ep_fid.fid, level, optname, optval, optlen);
 }
 
-static void msg_ops_init(void)
-{
-	engine_fid_ops = msg_ops_from->fid.ops;
-	engine_cm_ops = msg_ops_from->cm;
-	msg_fid_ops = *engine_fid_ops;
-	msg_fid_ops.close = msg_close;
-	msg_fid_ops.bind = msg_bind;
-	msg_fid_ops.control = msg_control;
-	engine_ep_ops = msg_ops_from->ops;
-	msg_ep_ops = *engine_ep_ops;
-	msg_ep_ops.getopt = msg_getopt;
-	msg_ep_ops.setopt = msg_setopt;
-	msg_cm_ops = *engine_cm_ops;
-	msg_cm_ops.connect = msg_connect;
-	msg_cm_ops.accept = msg_accept;
-	msg_cm_ops.shutdown = msg_shutdown;
-	msg_cm_ops.getpeer = msg_getpeer;
-	msg_cm_ops.getname = msg_getname;
-}
+static const struct fi_ops_cm msg_cm_ops = {
+    .size = sizeof(struct fi_ops_cm),
+    .setname = lm_rdm_setname,
+    .getname = msg_getname,
+    .getpeer = msg_getpeer,
+    .connect = msg_connect,
+    .listen = lm_cm_no_listen,
+    .accept = msg_accept,
+    .reject = lm_cm_no_reject,
+    .shutdown = msg_shutdown,
+    .join = lm_cm_no_join,
+};
+
+/* What a connected endpoint adds to the engine's. */
+static const struct lm_rdm_ep_ext msg_ext = {
+    .bind = msg_bind,
+    .enabled = msg_enabled,
+    .closing = msg_closing,
+    .closed = msg_closed,
+    .getopt = msg_getopt,
+    .setopt = msg_setopt,
+    .lost = msg_lost,
+    .cm = &msg_cm_ops,
+};
 
 int tcp_msg_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_ep **out,
                      void *context)
@@ -974,37 +959,29 @@ int tcp_msg_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid
 		free(m);
 		return -FI_EMFILE;
 	}
-	ret = lm_rdm_endpoint(domain, info, &fid, context);
+	ret = lm_rdm_endpoint_ext(domain, info, &msg_ext, m, &fid, context);
 	if (ret) {
 		close(m->epfd);
 		free(m);
 		return ret;
 	}
+	/* m is the endpoint's now: fi_close releases it (msg_closed). */
 	ep = lm_rdm_ep_of(fid);
-	if (info && info->handle && info->handle->fclass == FI_CLASS_PEP) {
-		int family = ep->dom->link_ops == &tcp6_link_ops ? AF_INET6 : AF_INET;
-
-		ret = pep_take(info->handle, family, &m->fd, &m->self);
-		if (ret) {
-			fid->fid.ops->close(&fid->fid);
-			close(m->epfd);
-			free(m);
-			return ret;
-		}
-		m->bound = true;
-	}
-	ep->prov = m;
-	ep->conn_lost = msg_lost;
 	m->ep = ep;
 	lm_lock_init(&m->lock, true);
 	m->prog.run = msg_progress;
 	m->prog.fd = m->epfd;
 	lm_list_init(&m->prog.node);
-	msg_ops_from = fid;
-	pthread_once(&msg_ops_once, msg_ops_init);
-	fid->fid.ops = &msg_fid_ops;
-	fid->cm = &msg_cm_ops;
-	fid->ops = &msg_ep_ops;
+	if (info && info->handle && info->handle->fclass == FI_CLASS_PEP) {
+		int family = ep->dom->link_ops == &tcp6_link_ops ? AF_INET6 : AF_INET;
+
+		ret = pep_take(info->handle, family, &m->fd, &m->self);
+		if (ret) {
+			fi_close(&fid->fid);
+			return ret;
+		}
+		m->bound = true;
+	}
 	*out = fid;
 	return 0;
 }
