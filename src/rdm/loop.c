@@ -1,6 +1,7 @@
 /* loop.c - the loopback link: packets queued between endpoints of one
  * process.  It lets the engine run, and be tested, without any transport;
  * small limits (packet size, queue depth) push every protocol path. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,8 +103,10 @@ static int loop_open(void *ctx, const struct lm_link_attr *attr, const void *nam
 		return -FI_ENOMEM;
 	l->link.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (l->link.fd < 0) {
+		int ret = lm_neg_errno(errno);
+
 		free(l);
-		return -FI_EMFILE;
+		return ret;
 	}
 	pthread_mutex_init(&l->qlock, NULL);
 	lm_list_init(&l->queue);
@@ -214,13 +217,8 @@ static ssize_t loop_send(struct lm_link *link, struct lm_link_peer *peer, const 
 	lm_list_push_back(&dst->queue, &pkt->node);
 	dst->qlen++;
 	pthread_mutex_unlock(&dst->qlock);
-	if (atomic_load(&dst->armed)) {
-		uint64_t one = 1;
-
-		if (write(dst->link.fd, &one, sizeof(one)) < 0) {
-			/* the counter is saturated: already readable */
-		}
-	}
+	if (atomic_load(&dst->armed))
+		lm_fd_signal(dst->link.fd);
 out:
 	pthread_mutex_unlock(&reg_lock);
 	return ret;
@@ -253,23 +251,17 @@ static int loop_poll(struct lm_link *link, int budget)
 static void loop_arm(struct lm_link *link)
 {
 	struct loop_link *l = lm_container_of(link, struct loop_link, link);
-	uint64_t v;
 
-	if (read(link->fd, &v, sizeof(v)) < 0) {
-		/* nothing pending */
-	}
+	lm_fd_drain(link->fd);
 	atomic_store(&l->armed, true);
 }
 
 static void loop_disarm(struct lm_link *link)
 {
 	struct loop_link *l = lm_container_of(link, struct loop_link, link);
-	uint64_t v;
 
 	atomic_store(&l->armed, false);
-	if (read(link->fd, &v, sizeof(v)) < 0) {
-		/* nothing pending */
-	}
+	lm_fd_drain(link->fd);
 }
 
 /* Same process: the "peer's memory" is ours, so this is memcpy.  Ranges

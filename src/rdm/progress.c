@@ -179,49 +179,6 @@ void lm_rdm_tx_done(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx, int err)
 
 /* ---- sending ---------------------------------------------------------------- */
 
-size_t lm_copy_from_iov(void *dst, const struct iovec *iov, size_t iov_count,
-                        size_t offset, size_t len)
-{
-	char *to = dst;
-	size_t done = 0;
-
-	for (size_t i = 0; i < iov_count && done < len; i++) {
-		size_t n;
-
-		if (offset >= iov[i].iov_len) {
-			offset -= iov[i].iov_len;
-			continue;
-		}
-		n = LM_MIN(iov[i].iov_len - offset, len - done);
-		memcpy(to + done, (char *)iov[i].iov_base + offset, n);
-		done += n;
-		offset = 0;
-	}
-	return done;
-}
-
-size_t lm_rdm_iov_slice(const struct iovec *iov, size_t count, size_t off, size_t len,
-                        struct iovec *out)
-{
-	size_t n = 0;
-
-	for (size_t i = 0; i < count && len; i++) {
-		size_t take;
-
-		if (off >= iov[i].iov_len) {
-			off -= iov[i].iov_len;
-			continue;
-		}
-		take = LM_MIN(iov[i].iov_len - off, len);
-		out[n].iov_base = (char *)iov[i].iov_base + off;
-		out[n].iov_len = take;
-		n++;
-		len -= take;
-		off = 0;
-	}
-	return n;
-}
-
 void lm_rdm_iov_written(const struct iovec *iov, size_t count, size_t off, size_t len)
 {
 #ifdef LM_HAVE_MEMCHECK

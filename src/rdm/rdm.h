@@ -872,38 +872,6 @@ void lm_rdm_report_tx(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx, int err);
 #define LM_BAD_OP_FLAGS                                                                  \
 	((1ULL << 14) | (1ULL << 15) | (1ULL << 23) | (1ULL << 40) | (1ULL << 42))
 
-/* Bytes in an iov array. */
-static inline size_t lm_iov_len(const struct iovec *iov, size_t n)
-{
-	size_t s = 0;
-
-	for (size_t i = 0; i < n; i++)
-		s += iov[i].iov_len;
-	return s;
-}
-
-/* An application's iov array: at most LM_IOV_LIMIT entries, none with
- * bytes but no buffer, a total that fits a size_t (in *len). */
-static inline bool lm_iov_valid(const struct iovec *iov, size_t n, size_t *len)
-{
-	size_t s = 0;
-
-	if (n > LM_IOV_LIMIT || (n && !iov))
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		if ((iov[i].iov_len && !iov[i].iov_base) || iov[i].iov_len > SIZE_MAX - s)
-			return false;
-		s += iov[i].iov_len;
-	}
-	*len = s;
-	return true;
-}
-
-size_t lm_copy_from_iov(void *dst, const struct iovec *iov, size_t iov_count,
-                        size_t offset, size_t len);
-/* The part [off, off + len) of iov as a new iov array; returns its count. */
-size_t lm_rdm_iov_slice(const struct iovec *iov, size_t count, size_t off, size_t len,
-                        struct iovec *out);
 /* The part [off, off + len) of iov was written by a peer through the link's
  * bulk_write (cross-memory attach): memory this process never stored to,
  * which valgrind's memcheck would otherwise hold undefined.  Tells it, when

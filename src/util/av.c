@@ -23,6 +23,10 @@ struct lm_av_entry {
 
 #define AV_MIN_CAP  16
 #define AV_HINT_CAP ((size_t)1 << 20) /* attr->count is only trusted up to this */
+/* Most entries per pool chunk: a large count is not allocated at once. */
+#define AV_CHUNK_MAX 1024
+/* Freed indices the heap first has room for; it doubles from there. */
+#define AV_FREE_CAP_MIN 64
 
 static struct lm_av *av_of(struct fid_av *av_fid)
 {
@@ -108,7 +112,7 @@ static void heap_push(struct lm_av *av, size_t idx)
 	size_t i;
 
 	if (av->free_cnt == av->free_cap) {
-		size_t cap = av->free_cap ? av->free_cap * 2 : 64;
+		size_t cap = av->free_cap ? av->free_cap * 2 : AV_FREE_CAP_MIN;
 		size_t *h = realloc(av->free_idx, cap * sizeof(*h));
 
 		/* Without memory the index is simply never handed out again. */
@@ -727,7 +731,7 @@ int lm_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av
 	if (lm_hmap_init(&av->by_addr, cap))
 		goto err;
 	if (lm_bufpool_init(&av->pool, sizeof(struct lm_av_entry) + ops->addrlen, 0,
-	                    LM_MIN(cap, (size_t)1024), 0))
+	                    LM_MIN(cap, (size_t)AV_CHUNK_MAX), 0))
 		goto err_hmap;
 	lm_lock_init(&av->lock, dom->shared);
 	atomic_init(&av->ref, 0);

@@ -8,6 +8,11 @@
 #include "util.h"
 #include "v1_names.h"
 
+/* A lock's waiter (lm_lock_wait) first spins, then yields, then naps. */
+#define LOCK_SPINS  128   /* most holds last a few hundred instructions */
+#define LOCK_YIELDS 256   /* 128 yields: a holder sharing this CPU gets to finish */
+#define LOCK_NAP_NS 20000 /* a long hold (a bulk copy) is waited out 20 us at a time */
+
 void lm_lock_init(struct lm_lock *l, bool on)
 {
 	atomic_init(&l->held, false);
@@ -44,19 +49,19 @@ void lm_lock_wait(struct lm_lock *l)
 			atomic_store_explicit(&l->hand, LM_HAND_NONE, memory_order_relaxed);
 			return;
 		}
-		if (i >= 128 && !asked) {
+		if (i >= LOCK_SPINS && !asked) {
 			uint8_t none = LM_HAND_NONE;
 
 			asked = atomic_compare_exchange_strong_explicit(
 			    &l->hand, &none, LM_HAND_ASKED, memory_order_relaxed,
 			    memory_order_relaxed);
 		}
-		if (i < 128)
+		if (i < LOCK_SPINS)
 			lm_cpu_relax();
-		else if (i < 256 || asked)
+		else if (i < LOCK_YIELDS || asked)
 			sched_yield();
 		else
-			nanosleep(&(struct timespec){.tv_nsec = 20000}, NULL);
+			nanosleep(&(struct timespec){.tv_nsec = LOCK_NAP_NS}, NULL);
 	}
 }
 

@@ -27,7 +27,7 @@ int lm_bufpool_init(struct lm_bufpool *p, size_t elem_size, size_t align,
 	p->align = align;
 	p->elem_size = round_up(elem_size < sizeof(void *) ? sizeof(void *) : elem_size,
 				align);
-	p->chunk_count = chunk_count ? chunk_count : 64;
+	p->chunk_count = chunk_count ? chunk_count : LM_BUFPOOL_CHUNK;
 	p->max_count = max_count;
 	p->total = p->in_use = 0;
 	p->free_list = NULL;

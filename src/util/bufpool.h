@@ -18,7 +18,11 @@ struct lm_bufpool {
 	void *chunks; /* chain of chunks, for release */
 };
 
-/* align must be a power of two (0 means sizeof(void *)). */
+/* Elements per chunk by default: one allocation per 64, a few KiB for most elements. */
+#define LM_BUFPOOL_CHUNK 64
+
+/* align must be a power of two (0 means sizeof(void *)); chunk_count 0
+ * means LM_BUFPOOL_CHUNK. */
 int lm_bufpool_init(struct lm_bufpool *p, size_t elem_size, size_t align,
 		    size_t chunk_count, size_t max_count);
 void lm_bufpool_fini(struct lm_bufpool *p);

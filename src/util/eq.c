@@ -9,6 +9,8 @@
 /* Payloads up to this size live in pooled events; larger ones (CM entries
  * with a lot of connection data, big user events) are malloc'd. */
 #define EQ_INLINE 256
+/* Most events per pool chunk: the queue grows past a large attr->size anyway. */
+#define EQ_CHUNK_MAX 1024
 
 struct eq_event {
 	struct lm_list node;
@@ -505,7 +507,7 @@ int lm_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_eq
 	eq->flags = attr->flags;
 	/* attr->size is a minimum; the queue grows past it on demand, so it
 	 * only sizes the pool's chunks. */
-	chunk = attr->size ? LM_MIN(attr->size, (size_t)1024) : 64;
+	chunk = attr->size ? LM_MIN(attr->size, (size_t)EQ_CHUNK_MAX) : LM_BUFPOOL_CHUNK;
 	if (lm_bufpool_init(&eq->pool, sizeof(struct eq_event) + EQ_INLINE, 0, chunk,
 	                    0)) {
 		ret = -FI_ENOMEM;

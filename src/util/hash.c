@@ -1,7 +1,12 @@
 /* hash.c - the intrusive chained hash map of hash.h. */
 #include <stdlib.h>
 
+#include <rdma/fi_errno.h>
+
 #include "hash.h"
+
+/* Fewest buckets: 128 bytes, so a small map does not grow on its first inserts. */
+#define MIN_BUCKETS 16
 
 static uint64_t mix(uint64_t k)
 {
@@ -27,13 +32,13 @@ uint64_t lm_hash_bytes(const void *data, size_t len)
 
 int lm_hmap_init(struct lm_hmap *m, size_t expected)
 {
-	size_t n = 16;
+	size_t n = MIN_BUCKETS;
 
 	while (n < expected)
 		n <<= 1;
 	m->buckets = calloc(n, sizeof(*m->buckets));
 	if (!m->buckets)
-		return -1;
+		return -FI_ENOMEM;
 	m->nbuckets = n;
 	m->count = 0;
 	return 0;

@@ -19,6 +19,8 @@ struct lm_hmap {
 	size_t count;
 };
 
+/* Room for at least `expected` nodes before the map grows: 0, or
+ * -FI_ENOMEM. */
 int lm_hmap_init(struct lm_hmap *m, size_t expected);
 void lm_hmap_fini(struct lm_hmap *m);
 /* Never fails for lack of memory: a map that cannot grow keeps working

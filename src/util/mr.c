@@ -16,6 +16,8 @@ struct lm_mr_map {
 };
 
 #define RAW_KEY_SIZE 8
+/* Registrations the key map holds before it first grows: a few per endpoint. */
+#define MR_KEYS_EXPECTED 64
 
 #define ACCESS_BITS                                                                      \
 	(FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE |     \
@@ -85,7 +87,7 @@ static int map_get(struct lm_domain *dom, struct lm_mr_map **out)
 	map = dom->mr_map;
 	if (!map) {
 		map = calloc(1, sizeof(*map));
-		if (!map || lm_hmap_init(&map->keys, 64)) {
+		if (!map || lm_hmap_init(&map->keys, MR_KEYS_EXPECTED)) {
 			free(map);
 			ret = -FI_ENOMEM;
 			goto out;

@@ -14,14 +14,18 @@ struct lm_match_src {
 	struct lm_list unexp; /* through lm_unexp_entry.src_node */
 };
 
+/* Sources the map holds before it first grows: a job's peers on a few nodes. */
+#define MATCH_SRCS_EXPECTED 64
+
 int lm_match_init(struct lm_match *m, bool tagged, bool directed)
 {
 	if (!m)
 		return -FI_EINVAL;
 	memset(m, 0, sizeof(*m));
-	if (lm_bufpool_init(&m->src_pool, sizeof(struct lm_match_src), 0, 64, 0))
+	if (lm_bufpool_init(&m->src_pool, sizeof(struct lm_match_src), 0,
+	                    LM_BUFPOOL_CHUNK, 0))
 		return -FI_EINVAL;
-	if (lm_hmap_init(&m->srcs, 64))
+	if (lm_hmap_init(&m->srcs, MATCH_SRCS_EXPECTED))
 		return -FI_ENOMEM;
 	m->tagged = tagged;
 	m->directed = directed;
@@ -392,27 +396,6 @@ void *lm_rx_consume(struct lm_rx_entry *rx, size_t len, size_t min_free, bool *r
 	if (released)
 		*released = room < min_free || room == 0;
 	return at;
-}
-
-size_t lm_copy_iov_slow(const struct iovec *iov, size_t iov_count, size_t offset,
-                        const void *src, size_t len)
-{
-	const char *from = src;
-	size_t done = 0;
-
-	for (size_t i = 0; i < iov_count && done < len; i++) {
-		size_t n;
-
-		if (offset >= iov[i].iov_len) {
-			offset -= iov[i].iov_len;
-			continue;
-		}
-		n = LM_MIN(iov[i].iov_len - offset, len - done);
-		memcpy((char *)iov[i].iov_base + offset, from + done, n);
-		done += n;
-		offset = 0;
-	}
-	return done;
 }
 
 /* ---- completions --------------------------------------------------------- */

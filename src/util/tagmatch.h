@@ -33,11 +33,8 @@
 
 #include "bufpool.h"
 #include "hash.h"
+#include "iov.h"
 #include "list.h"
-
-/* Most iov entries a posted receive carries (the rx_attr iov_limit the
- * providers advertise). */
-#define LM_IOV_LIMIT 4
 
 struct lm_cq;
 struct lm_match_src;
@@ -202,22 +199,6 @@ static inline struct lm_rx_entry *lm_match_arrival(struct lm_match *m, fi_addr_t
  * up: less than min_free (FI_OPT_MIN_MULTI_RECV) left, or nothing at all.
  * The caller then reports FI_MULTI_RECV and removes rx. */
 void *lm_rx_consume(struct lm_rx_entry *rx, size_t len, size_t min_free, bool *released);
-
-/* Copy len bytes of src into the iov at byte offset; returns the bytes
- * copied (fewer when the iov ends first). */
-size_t lm_copy_iov_slow(const struct iovec *iov, size_t iov_count, size_t offset,
-                        const void *src, size_t len);
-static inline size_t lm_copy_to_iov(const struct iovec *iov, size_t iov_count,
-                                    size_t offset, const void *src, size_t len)
-{
-	/* The common case, a message into the start of one buffer. */
-	if (iov_count == 1 && !offset && len <= iov[0].iov_len) {
-		if (len) /* a NULL src or buffer may come with 0 bytes */
-			memcpy(iov[0].iov_base, src, len);
-		return len;
-	}
-	return lm_copy_iov_slow(iov, iov_count, offset, src, len);
-}
 
 /* The receive completion for a message of msg_len bytes: flags FI_RECV,
  * FI_TAGGED or FI_MSG (from rx->flags), plus extra_flags (the message's

@@ -1,9 +1,10 @@
 /* util.h - internal interface of loom's util layer: the provider-independent
  * objects every provider reuses (fabric and domain bases, locks, wait
  * objects, progress hooks, CQs, counters, EQs, AVs, MRs, poll sets, tag
- * matching, atomics) and the containers they are built from.  Each object
- * family keeps its declarations in its own small header, included here, so
- * users include only util.h. */
+ * matching, atomics), the containers they are built from, and iovec,
+ * socket and descriptor helpers.  Each object family keeps its
+ * declarations in its own small header, included here, so users include
+ * only util.h. */
 #ifndef LOOM_UTIL_H
 #define LOOM_UTIL_H
 
@@ -27,8 +28,10 @@
 
 #include "bufpool.h"
 #include "hash.h"
+#include "iov.h"
 #include "list.h"
 #include "ring.h"
+#include "sock.h"
 
 /* ---- locks ---------------------------------------------------------------
  * An object takes its lock only when the domain's threading model lets

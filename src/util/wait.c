@@ -16,18 +16,19 @@ struct lm_wait_fd {
 	int users;
 };
 
+/* Descriptors a wait object's map holds before it grows: a few endpoints' hooks. */
+#define WAIT_FDS_EXPECTED 8
+
 void lm_wait_drain_stale(struct lm_wait *w)
 {
-	uint64_t v;
-
-	while (read(w->efd, &v, sizeof(v)) > 0)
-		;
+	lm_fd_drain(w->efd);
 }
 
 int lm_wait_create(struct lm_fabric *fab, enum fi_wait_obj type, struct lm_wait **out)
 {
 	struct epoll_event ev = {.events = EPOLLIN};
 	struct lm_wait *w;
+	int ret;
 
 	if (type == FI_WAIT_UNSPEC)
 		type = FI_WAIT_FD;
@@ -39,12 +40,19 @@ int lm_wait_create(struct lm_fabric *fab, enum fi_wait_obj type, struct lm_wait 
 	w->fabric = fab;
 	w->type = type;
 	w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	w->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (w->efd < 0 || w->epfd < 0 || lm_hmap_init(&w->fds, 8))
+	w->epfd = w->efd < 0 ? -1 : epoll_create1(EPOLL_CLOEXEC);
+	if (w->efd < 0 || w->epfd < 0) {
+		ret = lm_neg_errno(errno);
+		goto err;
+	}
+	ret = lm_hmap_init(&w->fds, WAIT_FDS_EXPECTED);
+	if (ret)
 		goto err;
 	ev.data.fd = w->efd;
-	if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->efd, &ev))
+	if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->efd, &ev)) {
+		ret = lm_neg_errno(errno);
 		goto err;
+	}
 	lm_list_init(&w->members);
 	lm_lock_init(&w->lock, true);
 	atomic_init(&w->ref, 1);
@@ -59,7 +67,7 @@ err:
 		close(w->epfd);
 	lm_hmap_fini(&w->fds);
 	free(w);
-	return -FI_ENOMEM;
+	return ret;
 }
 
 void lm_wait_get(struct lm_wait *w)
@@ -90,13 +98,7 @@ void lm_wait_put(struct lm_wait *w)
 
 void lm_wait_signal(struct lm_wait *w)
 {
-	uint64_t one = 1;
-	ssize_t r;
-
-	/* Only fails when the counter is saturated, which is still
-	 * "signalled". */
-	r = write(w->efd, &one, sizeof(one));
-	(void)r;
+	lm_fd_signal(w->efd);
 }
 
 int lm_wait_add_fd(struct lm_wait *w, int fd)
@@ -120,7 +122,7 @@ int lm_wait_add_fd(struct lm_wait *w, int fd)
 		goto out;
 	}
 	if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev)) {
-		ret = -errno;
+		ret = lm_neg_errno(errno);
 		free(f);
 		goto out;
 	}

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "core.h"
+#include "iov.h"
 #include "shm_link.h"
 
 /* Entries per system call: far below IOV_MAX, enough to amortise it. */
@@ -91,21 +92,12 @@ static void cma_advance(struct cma_cursor *c, size_t bytes)
 	}
 }
 
-static size_t iov_total(const struct iovec *iov, size_t cnt)
-{
-	size_t t = 0, i;
-
-	for (i = 0; i < cnt; i++)
-		t += iov[i].iov_len;
-	return t;
-}
-
 static ssize_t cma_copy(pid_t pid, const struct iovec *local, size_t lcnt,
                         const struct iovec *remote, size_t rcnt, bool write)
 {
 	struct cma_cursor lc = {local, lcnt, 0, 0}, rc = {remote, rcnt, 0, 0};
 	struct iovec lb[CMA_IOV_BATCH], rb[CMA_IOV_BATCH];
-	size_t want = LM_MIN(iov_total(local, lcnt), iov_total(remote, rcnt));
+	size_t want = LM_MIN(lm_iov_len(local, lcnt), lm_iov_len(remote, rcnt));
 	size_t done = 0;
 
 	if (atomic_load_explicit(&cma_disabled, memory_order_relaxed))

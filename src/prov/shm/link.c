@@ -157,19 +157,20 @@ static int shm_link_open(void *ctx, const struct lm_link_attr *attr, const void 
 		return ret;
 	}
 	l->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	l->epfd = epoll_create1(EPOLL_CLOEXEC);
+	l->epfd = l->tfd < 0 ? -1 : epoll_create1(EPOLL_CLOEXEC);
 	if (l->tfd < 0 || l->epfd < 0 ||
 	    epoll_ctl(l->epfd, EPOLL_CTL_ADD, shm_region_fd(l->region),
 	              &(struct epoll_event){.events = EPOLLIN}) ||
 	    epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->tfd,
 	              &(struct epoll_event){.events = EPOLLIN})) {
+		ret = lm_neg_errno(errno);
 		if (l->tfd >= 0)
 			close(l->tfd);
 		if (l->epfd >= 0)
 			close(l->epfd);
 		shm_region_destroy(l->region);
 		free(l);
-		return -FI_EMFILE;
+		return ret;
 	}
 	shm_addr_parse(shm_region_addr(l->region), &pid, &l->self.token);
 	l->self.pid = pid;
@@ -440,12 +441,8 @@ static bool shm_link_idle(struct lm_link *link)
 
 static void shm_link_timer_stop(struct shm_link *l)
 {
-	uint64_t n;
-
 	timerfd_settime(l->tfd, 0, &(struct itimerspec){0}, NULL);
-	if (read(l->tfd, &n, sizeof(n)) < 0) {
-		/* had not expired: nothing to clear */
-	}
+	lm_fd_drain(l->tfd);
 }
 
 static void shm_link_arm(struct lm_link *link)

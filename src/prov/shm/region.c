@@ -19,6 +19,7 @@
 
 #include "core.h"
 #include "shm_link.h"
+#include "sock.h"
 
 const struct fi_provider *shm_log_prov = &lm_core_prov;
 
@@ -46,11 +47,6 @@ __attribute__((destructor)) static void shm_unlink_at_exit(void)
 			shm_unlink(r->name);
 	}
 	pthread_mutex_unlock(&live_lock);
-}
-
-static int neg_errno(int err)
-{
-	return err > 0 ? -err : -FI_EOTHER;
 }
 
 /* Field 22 of /proc/<pid>/stat (clock ticks after boot); 0 if unreadable
@@ -201,6 +197,9 @@ const char *shm_region_addr(const struct shm_region *r)
 
 /* ---- layout ------------------------------------------------------------- */
 
+/* Bounce buffers (buf_off) start on a page: each spans whole pages of its own. */
+#define SHM_BUF_ALIGN 4096
+
 static uint64_t align_up(uint64_t v, uint64_t a)
 {
 	return (v + a - 1) & ~(a - 1);
@@ -291,13 +290,13 @@ static int shm_bell_open(const char *name)
 
 	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
-		ret = neg_errno(errno);
+		ret = lm_neg_errno(errno);
 		LM_WARN(shm_log_prov, FI_LOG_EP_CTRL, "doorbell socket: %s\n",
 		        strerror(errno));
 		return ret;
 	}
 	if (bind(fd, (struct sockaddr *)&sa, len)) {
-		ret = neg_errno(errno);
+		ret = lm_neg_errno(errno);
 		LM_WARN(shm_log_prov, FI_LOG_EP_CTRL, "doorbell bind for %s: %s\n", name,
 		        strerror(errno));
 		close(fd);
@@ -367,7 +366,7 @@ int shm_region_create(const struct shm_region_attr *attr, struct shm_region **ou
 	token = attr ? attr->token : 0;
 again:
 	if (!token && getrandom(&token, sizeof(token), 0) != (ssize_t)sizeof(token)) {
-		ret = neg_errno(errno);
+		ret = lm_neg_errno(errno);
 		LM_WARN(shm_log_prov, FI_LOG_EP_CTRL, "getrandom: %s\n", strerror(errno));
 		goto err_free;
 	}
@@ -381,8 +380,8 @@ again:
 	 * fetch with it while the producer is about to write it. */
 	ring_off = align_up(sizeof(struct shm_hdr), 128) + 64;
 	meta_off = ring_off + (uint64_t)cells * SHM_CELL_SIZE;
-	buf_off =
-	    align_up(meta_off + (uint64_t)count * sizeof(struct shm_buf_meta), 4096);
+	buf_off = align_up(meta_off + (uint64_t)count * sizeof(struct shm_buf_meta),
+	                   SHM_BUF_ALIGN);
 	size = buf_off + (uint64_t)count * SHM_BUF_SIZE;
 
 	fd = shm_open(r->name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -403,21 +402,21 @@ again:
 		goto err_free;
 	}
 	if (fd < 0) {
-		ret = neg_errno(errno);
+		ret = lm_neg_errno(errno);
 		LM_WARN(shm_log_prov, FI_LOG_EP_CTRL, "shm_open %s: %s\n", r->name,
 		        strerror(errno));
 		goto err_free;
 	}
 	/* The umask may have narrowed the mode; nothing may have widened it. */
 	if (fchmod(fd, 0600) || ftruncate(fd, (off_t)size)) {
-		ret = neg_errno(errno);
+		ret = lm_neg_errno(errno);
 		LM_WARN(shm_log_prov, FI_LOG_EP_CTRL, "sizing %s: %s\n", r->name,
 		        strerror(errno));
 		goto err_unlink;
 	}
 	base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (base == MAP_FAILED) {
-		ret = neg_errno(errno);
+		ret = lm_neg_errno(errno);
 		LM_WARN(shm_log_prov, FI_LOG_EP_CTRL, "mmap %s: %s\n", r->name,
 		        strerror(errno));
 		goto err_unlink;
@@ -747,12 +746,12 @@ int shm_peer_open(const char *addr, struct shm_peer **out)
 
 	fd = shm_open(p->name, O_RDWR | O_CLOEXEC, 0);
 	if (fd < 0) {
-		ret = neg_errno(errno);
+		ret = lm_neg_errno(errno);
 		LM_WARN(shm_log_prov, FI_LOG_AV, "peer %s: %s\n", addr, strerror(errno));
 		goto err_free;
 	}
 	if (fstat(fd, &st)) {
-		ret = neg_errno(errno);
+		ret = lm_neg_errno(errno);
 		goto err_close;
 	}
 	if (st.st_uid != geteuid() || (st.st_mode & 077) || !S_ISREG(st.st_mode)) {
@@ -770,7 +769,7 @@ int shm_peer_open(const char *addr, struct shm_peer **out)
 	}
 	base = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (base == MAP_FAILED) {
-		ret = neg_errno(errno);
+		ret = lm_neg_errno(errno);
 		LM_WARN(shm_log_prov, FI_LOG_AV, "peer %s: mmap: %s\n", addr,
 		        strerror(errno));
 		goto err_close;

@@ -57,12 +57,10 @@ static int cm_read(int fd, struct cm_in *in)
 				return 1;
 		}
 		n = recv(fd, in->buf + in->got, want - in->got, MSG_DONTWAIT);
-		if (n == 0)
+		if (tcp_conn_gone(n))
 			return -FI_ECONNRESET;
 		if (n < 0)
-			return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR
-			           ? 0
-			           : -FI_ECONNRESET;
+			return 0;
 		in->got += (size_t)n;
 	}
 }
@@ -111,6 +109,9 @@ static int addr_in(uint32_t fmt, const void *addr, size_t len, union tcp_addr *o
 
 /* ---- passive endpoints ---------------------------------------------------- */
 
+/* Events a pep's progress takes at once: requests are few; more wait for the next. */
+#define PEP_EV_BATCH 16
+
 struct tcp_pep;
 
 /* A connection request: the accepted socket until fi_accept or
@@ -137,26 +138,17 @@ struct tcp_pep {
 	struct lm_lock lock;
 };
 
-/* A listening socket's beginnings: bound to a, not listening yet. */
+/* A listening socket's beginnings: bound to a (port 0: in the provider's
+ * port range, as the RDM endpoints' listeners), not listening yet. */
 static int pep_socket(const union tcp_addr *a, int *out)
 {
-	int one = 1;
-	int fd = socket(a->sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	const struct tcp_params *params = tcp_prov_params();
+	int ret = lm_sock_bind(&a->sa, tcp_addr_len(a->sa.sa_family), params->port_low,
+	                       params->port_high, out);
 
-	if (fd < 0)
-		return -FI_EMFILE;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (a->sa.sa_family == AF_INET6)
-		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-	if (bind(fd, &a->sa, tcp_addr_len(a->sa.sa_family))) {
-		int ret = errno == EADDRINUSE ? -FI_EADDRINUSE : -FI_EADDRNOTAVAIL;
-
-		LM_DEBUG(tcp_log_prov, FI_LOG_EP_CTRL, "bind: %s\n", strerror(errno));
-		close(fd);
-		return ret;
-	}
-	*out = fd;
-	return 0;
+	if (ret)
+		LM_DEBUG(tcp_log_prov, FI_LOG_EP_CTRL, "bind: %s\n", fi_strerror(-ret));
+	return ret;
 }
 
 static int connreq_close(struct fid *fid)
@@ -226,7 +218,7 @@ static void connreq_post(struct tcp_pep *p, struct tcp_connreq *r)
 static void pep_progress(struct lm_progress *prog)
 {
 	struct tcp_pep *p = lm_container_of(prog, struct tcp_pep, prog);
-	struct epoll_event ev[16];
+	struct epoll_event ev[PEP_EV_BATCH];
 	int n;
 
 	lm_lock_acquire(&p->lock);
@@ -234,7 +226,7 @@ static void pep_progress(struct lm_progress *prog)
 		lm_lock_release(&p->lock);
 		return;
 	}
-	n = epoll_wait(p->epfd, ev, 16, 0);
+	n = epoll_wait(p->epfd, ev, PEP_EV_BATCH, 0);
 	for (int i = 0; i < n; i++) {
 		struct tcp_connreq *r = ev[i].data.ptr;
 		int ret;
@@ -362,6 +354,7 @@ static int pep_listen(struct fid_pep *fid)
 {
 	struct tcp_pep *p = lm_container_of(fid, struct tcp_pep, pep_fid);
 	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+	int ret;
 
 	if (!p->eq)
 		return -FI_ENOEQ;
@@ -369,8 +362,11 @@ static int pep_listen(struct fid_pep *fid)
 		return 0;
 	if (p->lfd < 0)
 		return -FI_EOPBADSTATE; /* an active endpoint took its socket */
-	if (listen(p->lfd, TCP_LISTEN_BACKLOG) || epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->lfd, &ev))
-		return -FI_EIO;
+	ret = lm_sock_listen(p->lfd);
+	if (!ret && epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->lfd, &ev))
+		ret = lm_neg_errno(errno);
+	if (ret)
+		return ret;
 	lm_lock_acquire(&p->lock);
 	p->listening = true;
 	lm_lock_release(&p->lock);
@@ -491,7 +487,7 @@ int tcp_passive_ep(struct fid_fabric *fabric, struct fi_info *info, struct fid_p
 	p->info = fi_dupinfo(info);
 	p->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (!p->info || p->epfd < 0) {
-		ret = p->info ? -FI_EMFILE : -FI_ENOMEM;
+		ret = p->info ? lm_neg_errno(errno) : -FI_ENOMEM;
 		goto err;
 	}
 	ret = pep_socket(&a, &p->lfd);
@@ -744,8 +740,9 @@ static int msg_connect(struct fid_ep *fid, const void *addr, const void *param,
 		m->fd = socket(m->peer.sa.sa_family,
 		               SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (m->fd < 0) {
+		ret = lm_neg_errno(errno);
 		lm_lock_release(&m->lock);
-		return -FI_EMFILE;
+		return ret;
 	}
 	if (paramlen)
 		memcpy(m->param, param, paramlen);
@@ -956,8 +953,9 @@ int tcp_msg_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid
 	m->fd = -1;
 	m->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (m->epfd < 0) {
+		ret = lm_neg_errno(errno);
 		free(m);
-		return -FI_EMFILE;
+		return ret;
 	}
 	ret = lm_rdm_endpoint_ext(domain, info, &msg_ext, m, &fid, context);
 	if (ret) {

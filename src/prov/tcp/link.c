@@ -32,6 +32,12 @@
 _Static_assert(TCP_IN_CAP >= sizeof(struct tcp_frame) + TCP_HDR_MAX + TCP_MAX_PAYLOAD,
                "the input buffer holds a whole packet");
 #define EV_BATCH        32
+/* First size of a connection's output buffer, doubled as needed: a 64 KiB eager fits. */
+#define TCP_OUT_CAP_MIN (64 * 1024)
+/* Peers a link's map holds before it first grows: a job's neighbours on a few nodes. */
+#define TCP_PEERS_EXPECTED 64
+/* lm_link.inline_max: a few cache lines (unused by the engine without send_words). */
+#define TCP_INLINE_MAX 256
 /* How long a send may wait for its acknowledgement before the peer is
  * asked for it (ACK_NOW): longer than a reply takes to come back on a
  * loopback or LAN round trip, so a ping-pong never asks, and far below the
@@ -403,17 +409,14 @@ static int hello_send(struct tcp_link *l, struct tcp_conn *c, uint32_t kind,
  * gathered iov). */
 static int out_append(struct tcp_conn *c, const struct iovec *iov, size_t n, size_t skip)
 {
-	size_t need = 0;
+	size_t need = lm_iov_len(iov, n) - skip;
 
-	for (size_t i = 0; i < n; i++)
-		need += iov[i].iov_len;
-	need -= skip;
 	if (c->out_off && c->out_off + c->out_len + need > c->out_cap) {
 		memmove(c->out, c->out + c->out_off, c->out_len);
 		c->out_off = 0;
 	}
 	if (c->out_len + need > c->out_cap) {
-		size_t cap = c->out_cap ? c->out_cap : 64 * 1024;
+		size_t cap = c->out_cap ? c->out_cap : TCP_OUT_CAP_MIN;
 		unsigned char *b;
 
 		while (cap < c->out_len + need)
@@ -447,11 +450,11 @@ static int out_flush(struct tcp_link *l, struct tcp_conn *c)
 		                 MSG_NOSIGNAL | MSG_DONTWAIT);
 
 		if (n < 0) {
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				break;
+			if (tcp_conn_gone(n))
+				return -FI_EIO;
 			if (errno == EINTR)
 				continue;
-			return -FI_EIO;
+			break;
 		}
 		c->out_off += (size_t)n;
 		c->out_len -= (size_t)n;
@@ -470,7 +473,7 @@ static int conn_start(struct tcp_link *l, struct lm_link_peer *p)
 	struct tcp_conn *c;
 
 	if (fd < 0)
-		return -FI_EMFILE;
+		return lm_neg_errno(errno);
 	if (connect(fd, &p->addr.sa, tcp_addr_len(l->family)) &&
 	    errno != EINPROGRESS) {
 		LM_INFO(tcp_log_prov, FI_LOG_EP_CTRL, "connect: %s\n", strerror(errno));
@@ -622,8 +625,7 @@ static int place_continue(struct tcp_link *l, struct tcp_conn *c)
 		}
 		n = readv(c->fd, iov, (int)cnt);
 
-		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
-		               errno != EINTR)) {
+		if (tcp_conn_gone(n)) {
 			LM_INFO(tcp_log_prov, FI_LOG_EP_DATA,
 			        "connection closed by peer\n");
 			conn_close(l, c, true);
@@ -708,8 +710,7 @@ static int conn_read(struct tcp_link *l, struct tcp_conn *c, int budget)
 			           ? fh + l->hdr_size - c->in_len
 			           : TCP_IN_CAP - c->in_len;
 			n = recv(c->fd, c->in + c->in_len, want, MSG_DONTWAIT);
-			if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
-			               errno != EINTR)) {
+			if (tcp_conn_gone(n)) {
 				if (c->state == CONN_UP)
 					LM_INFO(tcp_log_prov, FI_LOG_EP_DATA,
 					        "connection closed by peer\n");
@@ -850,14 +851,9 @@ static int loop_send(struct tcp_link *l, const void *hdr, const struct iovec *io
 			memcpy(k->data + off, iov[i].iov_base, iov[i].iov_len);
 		off += iov[i].iov_len;
 	}
-	if (lm_list_empty(&l->loop)) {
-		uint64_t one = 1;
-
-		/* Wakes a reader about to sleep on the epoll set. */
-		if (write(l->loop_fd, &one, sizeof(one)) < 0) {
-			/* the counter cannot overflow from 0: nothing to do */
-		}
-	}
+	/* Wakes a reader about to sleep on the epoll set. */
+	if (lm_list_empty(&l->loop))
+		lm_fd_signal(l->loop_fd);
 	lm_list_push_back(&l->loop, &k->node);
 	return 0;
 }
@@ -867,12 +863,9 @@ static int loop_send(struct tcp_link *l, const void *hdr, const struct iovec *io
 static void timer_drain(struct tcp_link *l)
 {
 	struct itimerspec off = {0};
-	uint64_t v;
 
 	timerfd_settime(l->tfd, 0, &off, NULL);
-	if (read(l->tfd, &v, sizeof(v)) < 0) {
-		/* not expired: nothing to clear */
-	}
+	lm_fd_drain(l->tfd);
 	l->timer_set = false;
 }
 
@@ -881,8 +874,6 @@ static int loop_deliver(struct tcp_link *l, int budget)
 	struct lm_list *it;
 	int n = 0;
 
-	uint64_t v;
-
 	while (n < budget && (it = lm_list_pop_front(&l->loop))) {
 		struct loop_pkt *k = lm_container_of(it, struct loop_pkt, node);
 
@@ -890,9 +881,8 @@ static int loop_deliver(struct tcp_link *l, int budget)
 		free(k);
 		n++;
 	}
-	if (lm_list_empty(&l->loop) && read(l->loop_fd, &v, sizeof(v)) < 0) {
-		/* already clear */
-	}
+	if (lm_list_empty(&l->loop))
+		lm_fd_drain(l->loop_fd);
 	return n;
 }
 
@@ -1104,7 +1094,7 @@ static ssize_t send_pkts(struct tcp_link *l, struct lm_link_peer *p,
 		return (ssize_t)count;
 	}
 	if (n < 0) {
-		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+		if (tcp_conn_gone(n)) {
 			conn_write_failed(l, c);
 			return -FI_EIO;
 		}
@@ -1231,7 +1221,7 @@ static int link_open(int family, void *ctx, const struct lm_link_attr *attr,
 	struct tcp_link *l;
 	union tcp_addr a = {.sa.sa_family = (sa_family_t)family};
 	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
-	int one = 1, ret = -FI_EADDRNOTAVAIL;
+	int ret;
 
 	if ((name && tcp_addr_load(&a, name, tcp_addr_len(family), family)) ||
 	    attr->hdr_size > TCP_HDR_MAX)
@@ -1244,7 +1234,7 @@ static int link_open(int family, void *ctx, const struct lm_link_attr *attr,
 	l->lfd = l->loop_fd = l->tfd = -1;
 	l->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (l->epfd < 0) {
-		ret = -FI_EMFILE;
+		ret = lm_neg_errno(errno);
 		goto err;
 	}
 	if (attr->connected) {
@@ -1253,47 +1243,26 @@ static int link_open(int family, void *ctx, const struct lm_link_attr *attr,
 		a.in.sin_port = 0; /* same place in both families */
 		goto common;
 	}
-	l->lfd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (l->lfd < 0) {
-		ret = -FI_EMFILE;
-		goto err;
-	}
-	setsockopt(l->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	/* An IPv6 listener takes IPv6 only: IPv4 peers are another link's. */
-	if (family == AF_INET6)
-		setsockopt(l->lfd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-	if (a.in.sin_port || !params->port_low) {
-		if (bind(l->lfd, &a.sa, tcp_addr_len(family))) {
-			ret = errno == EADDRINUSE ? -FI_EADDRINUSE : -FI_EADDRNOTAVAIL;
-			goto err;
-		}
-	} else {
-		int port;
-
-		for (port = params->port_low; port <= params->port_high; port++) {
-			a.in.sin_port = htons((uint16_t)port);
-			if (!bind(l->lfd, &a.sa, tcp_addr_len(family)))
-				break;
-		}
-		if (port > params->port_high) {
-			ret = -FI_EADDRINUSE;
-			goto err;
-		}
-	}
-	if (listen(l->lfd, TCP_LISTEN_BACKLOG) || tcp_addr_of_fd(l->lfd, false, &a) ||
-	    epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->lfd, &ev)) {
+	ret = lm_sock_bind(&a.sa, tcp_addr_len(family), params->port_low,
+	                   params->port_high, &l->lfd);
+	if (!ret)
+		ret = lm_sock_listen(l->lfd);
+	if (!ret && tcp_addr_of_fd(l->lfd, false, &a))
 		ret = -FI_EIO;
+	if (!ret && epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->lfd, &ev))
+		ret = lm_neg_errno(errno);
+	if (ret)
 		goto err;
-	}
 common:
 	l->loop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	l->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (l->loop_fd >= 0)
+		l->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	if (l->loop_fd < 0 || l->tfd < 0 ||
 	    epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->loop_fd,
 	              &(struct epoll_event){.events = EPOLLIN, .data.ptr = &l->loop}) ||
 	    epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->tfd,
 	              &(struct epoll_event){.events = EPOLLIN, .data.ptr = &l->tfd})) {
-		ret = -FI_EMFILE;
+		ret = lm_neg_errno(errno);
 		goto err;
 	}
 	l->self = a;
@@ -1310,14 +1279,13 @@ common:
 	lm_list_init(&l->dead);
 	lm_list_init(&l->loop);
 	lm_list_init(&l->peer_list);
-	if (lm_hmap_init(&l->peers, 64)) {
-		ret = -FI_ENOMEM;
+	ret = lm_hmap_init(&l->peers, TCP_PEERS_EXPECTED);
+	if (ret)
 		goto err;
-	}
 	l->link.ops = family == AF_INET6 ? &tcp6_link_ops : &tcp_link_ops;
 	l->link.fd = l->epfd;
 	l->link.max_payload = TCP_MAX_PAYLOAD;
-	l->link.inline_max = 256;
+	l->link.inline_max = TCP_INLINE_MAX;
 	l->link.caps = LM_LINK_EARLY | LM_LINK_TELLS_LOSS;
 	l->link.addr = &l->self;
 	*out = &l->link;

@@ -23,11 +23,21 @@
 #define TCP_TX_CAPS    (TCP_CAPS & LM_TX_CAPS)
 #define TCP_RX_CAPS    (TCP_CAPS & LM_RX_CAPS)
 #define TCP_MAX_IFACES 16
+/* Largest eager message: frames carry up to TCP_MAX_PAYLOAD of rendezvous
+ * data, but each eager message may land unexpected, and many senders'
+ * windows of large eager messages would reach the unexpected-data limit,
+ * where the endpoint stops reading. */
+#define TCP_EAGER_MAX (64 * 1024)
 
 static struct tcp_params params = {
     .conn_timeout_ms = 10000,
     .sockbuf = 4 << 20,
 };
+
+const struct tcp_params *tcp_prov_params(void)
+{
+	return &params;
+}
 
 static const struct fi_tx_attr tcp_tx = {
     .caps = TCP_TX_CAPS,
@@ -578,11 +588,7 @@ static int tcp_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 	if (ret)
 		return ret;
 	dom->no_bulk = true;
-	/* Frames carry up to TCP_MAX_PAYLOAD of rendezvous data, but eager
-	 * messages stay at 64 KiB: each one may land unexpected, and many
-	 * senders' windows of large eager messages would reach the
-	 * unexpected-data limit, where the endpoint stops reading. */
-	dom->eager_max = 64 * 1024;
+	dom->eager_max = TCP_EAGER_MAX;
 	*domain = &dom->util.domain_fid;
 	return 0;
 }

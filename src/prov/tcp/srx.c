@@ -563,7 +563,8 @@ int tcp_srx_context(struct fid_domain *domain, struct fi_rx_attr *attr,
 	if (!s->attr.iov_limit)
 		s->attr.iov_limit = LM_IOV_LIMIT;
 	s->attr.caps &= ~(FI_MULTI_RECV | FI_TAGGED_MULTI_RECV);
-	if (lm_bufpool_init(&s->pool, sizeof(struct lm_rx_entry), 0, 64, s->attr.size)) {
+	if (lm_bufpool_init(&s->pool, sizeof(struct lm_rx_entry), 0, LM_BUFPOOL_CHUNK,
+	                    s->attr.size)) {
 		free(s);
 		return -FI_ENOMEM;
 	}

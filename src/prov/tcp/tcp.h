@@ -4,17 +4,14 @@
 #ifndef LOOM_TCP_H
 #define LOOM_TCP_H
 
+#include <errno.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 
 #include "proto.h"
 #include "rdm.h"
-
-/* Connections a listening socket queues before they are accepted: a
- * burst of peers connecting at once (an all-to-all start) waits there
- * rather than being refused. */
-#define TCP_LISTEN_BACKLOG 512
 
 /* What a domain's links share: the provider's parameters. */
 struct tcp_params {
@@ -22,6 +19,19 @@ struct tcp_params {
 	int conn_timeout_ms;     /* a connection not up by then fails */
 	int sockbuf;             /* SO_SNDBUF/SO_RCVBUF bytes; 0: the kernel's */
 };
+
+/* The provider's parameters, read when it loaded (prov.c). */
+const struct tcp_params *tcp_prov_params(void);
+
+/* Whether a read or write of a socket that returned n (errno set when
+ * negative) says the connection is gone: the peer closed it (end of
+ * stream) or it broke (reset, broken pipe...), rather than "not now"
+ * (EAGAIN) or a signal (EINTR, the caller tries again). */
+static inline bool tcp_conn_gone(ssize_t n)
+{
+	return n == 0 ||
+	       (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
 
 /* The link for IPv4 addresses (FI_SOCKADDR_IN, "fi_sockaddr_in://") and
  * the same link for IPv6 ones (FI_SOCKADDR_IN6, "fi_sockaddr_in6://"); a
