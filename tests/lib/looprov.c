@@ -1,6 +1,6 @@
 /* looprov.c - the "rdmloop" test provider of looprov.h. */
 #include "looprov.h"
-#include "loop.h"
+#include "loop_link.h"
 #include "testdom.h"
 
 #define LOOP_CAPS                                                                        \
@@ -44,7 +44,7 @@ static int lp_domain(struct fid_fabric *fabric, struct fi_info *info,
                      struct fid_domain **domain, void *context)
 {
 	struct lm_rdm_domain *dom;
-	int ret = lm_rdm_domain_open(fabric, info, &lm_loop_link_ops, NULL,
+	int ret = lm_rdm_domain_open(fabric, info, &loop_link_ops, NULL,
 	                             &lm_rdm_domain_ops, context, &dom);
 
 	if (!ret)

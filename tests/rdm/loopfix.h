@@ -9,7 +9,7 @@
 
 #include "check.h"
 #include "looprov.h"
-#include "loop.h"
+#include "loop_link.h"
 
 static struct loopfix {
 	struct fi_info *info;

@@ -125,13 +125,13 @@ static void test_sizes(void)
 	static const size_t sizes[] = {0, 1, 64, 1000, 1024, 1025, 5000, 100000, 1 << 20};
 
 	for (int bulk = 1; bulk >= 0; bulk--) {
-		lm_loop_set_bulk(bulk);
+		loop_link_set_bulk(bulk);
 		for (size_t i = 0; i < LM_ARRAY_SIZE(sizes); i++)
 			for (int t = 0; t < 2; t++)
 				for (int pre = 0; pre < 2; pre++)
 					xfer(sizes[i], t, pre);
 	}
-	lm_loop_set_bulk(true);
+	loop_link_set_bulk(true);
 }
 
 /* Thousands of messages sent before any receive: all arrive, in order. */

@@ -171,11 +171,11 @@ static void test_sizes(void)
 	                               1025, 5001, 100000, 1 << 20, 3 << 20};
 
 	for (int bulk = 1; bulk >= 0; bulk--) {
-		lm_loop_set_bulk(bulk);
+		loop_link_set_bulk(bulk);
 		for (size_t i = 0; i < LM_ARRAY_SIZE(sizes); i++)
 			write_read(sizes[i], i * 7);
 	}
-	lm_loop_set_bulk(true);
+	loop_link_set_bulk(true);
 	CHECK(empty(A.cq) && empty(B.cq));
 }
 
@@ -302,7 +302,7 @@ static void test_rejects(void)
 	memset(ro, 1, sizeof(ro));
 	memset(wo, 2, sizeof(wo));
 	for (int bulk = 1; bulk >= 0; bulk--) {
-		lm_loop_set_bulk(bulk);
+		loop_link_set_bulk(bulk);
 		for (size_t i = 0; i < LM_ARRAY_SIZE(sizes); i++) {
 			size_t len = sizes[i];
 
@@ -340,7 +340,7 @@ static void test_rejects(void)
 			n += 7;
 		}
 	}
-	lm_loop_set_bulk(true);
+	loop_link_set_bulk(true);
 	CHECK(!memcmp(save, tbuf, 8192));
 	for (size_t i = 0; i < sizeof(ro); i++)
 		if (ro[i] != 1 || wo[i] != 2) {

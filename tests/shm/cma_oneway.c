@@ -17,12 +17,12 @@
 #include <rdma/fi_rma.h>
 
 #include "check.h"
-#include "shmtest.h"
+#include "eptest.h"
 
 #define ROUNDS 6
 #define TMO    20000
 
-static struct st_ep E;
+static struct et_ep E;
 static const size_t sizes[] = {300 * 1024, 1 << 20, 4 << 20};
 
 /* Take CAP_SYS_PTRACE out of the effective set (tests may run as root). */
@@ -40,7 +40,7 @@ static int drop_ptrace_cap(void)
 static ssize_t wait_one(struct fid_cq *cq, struct fi_cq_tagged_entry *c)
 {
 	struct fi_cq_err_entry err;
-	ssize_t r = st_read(cq, c, NULL, &err, NULL, TMO);
+	ssize_t r = et_read(cq, c, NULL, &err, NULL, TMO);
 
 	if (r == -FI_EAVAIL)
 		fprintf(stderr, "rank %d: error completion %d (%s)\n", E.rank, err.err,
@@ -59,7 +59,7 @@ static void rma_rounds(int rank, char *sbuf, char *rbuf)
 	size_t max = sizes[sizeof(sizes) / sizeof(sizes[0]) - 1];
 	struct {
 		uint64_t addr, key;
-	} mine, all[ST_MAX_PROCS * ST_SLOT / 16];
+	} mine, all[ET_MAX_PROCS * ET_SLOT / 16];
 	struct fid_mr *mr = NULL;
 	int peer = 1 - rank;
 
@@ -68,8 +68,8 @@ static void rma_rounds(int rank, char *sbuf, char *rbuf)
 		return;
 	mine.addr = (uintptr_t)rbuf;
 	mine.key = fi_mr_key(mr);
-	CHECK_INT(st_allgather(&mine, sizeof(mine), all), 0);
-	memcpy(&mine, (char *)all + peer * ST_SLOT, sizeof(mine));
+	CHECK_INT(et_allgather(&mine, sizeof(mine), all), 0);
+	memcpy(&mine, (char *)all + peer * ET_SLOT, sizeof(mine));
 	for (int round = 0; round < ROUNDS; round++) {
 		for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
 			size_t len = sizes[s];
@@ -78,12 +78,12 @@ static void rma_rounds(int rank, char *sbuf, char *rbuf)
 			uint64_t done_in = 0, done_out = seed;
 			int wctx, dctx, rctx, got = 0;
 
-			st_fill(sbuf, len, seed ^ (uint64_t)rank << 32);
+			et_fill(sbuf, len, seed ^ (uint64_t)rank << 32);
 			memset(rbuf, 0, len);
 			CHECK_INT(fi_recv(E.ep, &done_in, sizeof(done_in), NULL, E.addr[peer],
 			                  &rctx),
 			          0);
-			st_barrier();
+			et_barrier();
 			CHECK_INT(fi_write(E.ep, sbuf, len, NULL, E.addr[peer], mine.addr,
 			                   mine.key, &wctx),
 			          0);
@@ -105,7 +105,7 @@ static void rma_rounds(int rank, char *sbuf, char *rbuf)
 			if (got < 3)
 				break;
 			CHECK_HEX(done_in, seed);
-			if (st_verify(rbuf, len, seed ^ (uint64_t)peer << 32) != (size_t)-1) {
+			if (et_verify(rbuf, len, seed ^ (uint64_t)peer << 32) != (size_t)-1) {
 				fprintf(stderr, "rank %d: write round %d size %zu differs\n",
 				        rank, round, len);
 				CHECK(0);
@@ -117,7 +117,7 @@ static void rma_rounds(int rank, char *sbuf, char *rbuf)
 
 static int proc(int rank, int nprocs, void *arg)
 {
-	struct st_opts o = {.caps = FI_MSG | FI_RMA | FI_WRITE | FI_REMOTE_WRITE};
+	struct et_opts o = {.caps = FI_MSG | FI_RMA | FI_WRITE | FI_REMOTE_WRITE};
 	size_t max = sizes[sizeof(sizes) / sizeof(sizes[0]) - 1];
 	char *sbuf = malloc(max), *rbuf = malloc(max);
 	int peer = 1 - rank;
@@ -127,7 +127,7 @@ static int proc(int rank, int nprocs, void *arg)
 		return 2;
 	if (rank == 0 && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0))
 		return 2;
-	if (st_open(&E, &o))
+	if (et_open(&E, &o))
 		return 2;
 
 	/* The setup is what this test is about: rank 1 must be refused. */
@@ -148,10 +148,10 @@ static int proc(int rank, int nprocs, void *arg)
 			struct fi_cq_tagged_entry c;
 			int rctx, sctx, got_r = 0, got_s = 0;
 
-			st_fill(sbuf, len, mine);
+			et_fill(sbuf, len, mine);
 			memset(rbuf, 0, len);
 			CHECK_INT(fi_recv(E.ep, rbuf, len, NULL, E.addr[peer], &rctx), 0);
-			st_barrier();
+			et_barrier();
 			CHECK_INT(fi_send(E.ep, sbuf, len, NULL, E.addr[peer], &sctx), 0);
 			while (got_r + got_s < 2) {
 				if (wait_one(E.txcq, &c) != 1) {
@@ -166,23 +166,23 @@ static int proc(int rank, int nprocs, void *arg)
 					got_s++;
 				}
 			}
-			if (st_verify(rbuf, len, theirs) != (size_t)-1) {
+			if (et_verify(rbuf, len, theirs) != (size_t)-1) {
 				fprintf(stderr,
 				        "rank %d: round %d size %zu differs at %zu\n",
-				        rank, round, len, st_verify(rbuf, len, theirs));
+				        rank, round, len, et_verify(rbuf, len, theirs));
 				CHECK(0);
 			}
 		}
 	}
-	st_barrier();
-	CHECK_INT(st_close(&E), 0);
+	et_barrier();
+	CHECK_INT(et_close(&E), 0);
 	/* The RMA writes on fresh endpoints: a refused copy above marked the
 	 * peer, and the splits would not be tried again. */
-	if (st_open(&E, &o))
+	if (et_open(&E, &o))
 		return 2;
 	rma_rounds(rank, sbuf, rbuf);
-	st_barrier();
-	CHECK_INT(st_close(&E), 0);
+	et_barrier();
+	CHECK_INT(et_close(&E), 0);
 	free(sbuf);
 	free(rbuf);
 	return check_done();
@@ -190,5 +190,5 @@ static int proc(int rank, int nprocs, void *arg)
 
 int main(void)
 {
-	return st_run("cma_oneway", 2, 120, proc, NULL, 0);
+	return et_run("cma_oneway", 2, 120, proc, NULL, 0);
 }

@@ -16,7 +16,7 @@
 #include <rdma/fi_cm.h>
 
 #include "check.h"
-#include "shmtest.h"
+#include "eptest.h"
 
 #define TMO 10000
 #define NODE "127.0.0.1"
@@ -94,7 +94,7 @@ static void close_ep(struct named_ep *n)
 static ssize_t wait_one(struct named_ep *n, struct fi_cq_tagged_entry *c, fi_addr_t *src)
 {
 	struct fi_cq_err_entry err;
-	ssize_t r = st_read(n->cq, c, src, &err, NULL, TMO);
+	ssize_t r = et_read(n->cq, c, src, &err, NULL, TMO);
 
 	if (r != 1)
 		fprintf(stderr, "cq read: %zd (err %d)\n", r, r == -FI_EAVAIL ? err.err : 0);
@@ -202,7 +202,7 @@ static int server(void)
 	CHECK_INT(open_ep(&s2, fi_dupinfo(s.info)), 0);
 	named_regions_private();
 	CHECK_INT(fi_recv(s.ep, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, NULL), 0);
-	st_barrier(); /* 1: the name is live */
+	et_barrier(); /* 1: the name is live */
 
 	/* The client's greeting carries its own address. */
 	if (wait_one(&s, &c, &src) == 1) {
@@ -214,11 +214,11 @@ static int server(void)
 		if (wait_one(&s, &c, NULL) == 1)
 			CHECK(c.flags & FI_SEND);
 	}
-	st_barrier(); /* 2: the client has its reply, and tried the name */
+	et_barrier(); /* 2: the client has its reply, and tried the name */
 	close_ep(&s2);
 	close_ep(&s);
-	st_barrier(); /* 3: the name is free */
-	st_barrier(); /* 4: the client took it and let it go */
+	et_barrier(); /* 3: the name is free */
+	et_barrier(); /* 4: the client took it and let it go */
 	killed_owner();
 	return check_done();
 }
@@ -233,7 +233,7 @@ static int client(void)
 	fi_addr_t srv = FI_ADDR_NOTAVAIL;
 	uint64_t reply = 0;
 
-	st_barrier(); /* 1 */
+	et_barrier(); /* 1 */
 	CHECK_INT(getinfo(NODE, service, 0, &info), 0);
 	if (!info)
 		return 2;
@@ -257,13 +257,13 @@ static int client(void)
 	CHECK_INT(getinfo(NODE, service, FI_SOURCE, &taken), 0);
 	CHECK_INT(open_ep(&t, taken), -FI_EADDRINUSE);
 	close_ep(&t);
-	st_barrier(); /* 2 */
-	st_barrier(); /* 3: closed by its owner: free */
+	et_barrier(); /* 2 */
+	et_barrier(); /* 3: closed by its owner: free */
 	CHECK_INT(getinfo(NODE, service, FI_SOURCE, &taken), 0);
 	CHECK_INT(open_ep(&t, taken), 0);
 	close_ep(&t);
 	close_ep(&c);
-	st_barrier(); /* 4 */
+	et_barrier(); /* 4 */
 	return check_done();
 }
 
@@ -279,5 +279,5 @@ int main(void)
 	/* A service of this run alone: tests may run side by side. */
 	int svc = 20000 + (int)(getpid() % 40000);
 
-	return st_run("named", 2, 60, proc, &svc, 0);
+	return et_run("named", 2, 60, proc, &svc, 0);
 }

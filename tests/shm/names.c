@@ -8,11 +8,11 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "shmtest.h"
+#include "eptest.h"
 
 #define TMO 10000
 
-static struct st_ep E;
+static struct et_ep E;
 
 /* A second endpoint on E's domain, bound but not enabled. */
 static struct fid_ep *fresh_ep(void)
@@ -80,7 +80,7 @@ static void getname_sizes(void)
 static int proc(int rank, int nprocs, void *arg)
 {
 	char want[64];
-	struct st_opts o = {0};
+	struct et_opts o = {0};
 	uint64_t out = 0x1234500 + (uint64_t)rank, in = 0;
 	struct fi_cq_tagged_entry c;
 	fi_addr_t src;
@@ -91,7 +91,7 @@ static int proc(int rank, int nprocs, void *arg)
 	         rank);
 	if (rank == 0)
 		o.setname = want;
-	if (st_open(&E, &o))
+	if (et_open(&E, &o))
 		return 2;
 	if (rank == 0)
 		CHECK_STR(E.name, want);
@@ -103,11 +103,11 @@ static int proc(int rank, int nprocs, void *arg)
 	/* Both directions; the source of rank 0's message is its chosen
 	 * name's AV entry. */
 	CHECK_INT(fi_recv(E.ep, &in, sizeof(in), NULL, FI_ADDR_UNSPEC, &rctx), 0);
-	st_barrier();
+	et_barrier();
 	CHECK_INT(fi_send(E.ep, &out, sizeof(out), NULL, E.addr[1 - rank], &sctx), 0);
 	while (got < 2) {
 		struct fi_cq_err_entry err;
-		ssize_t r = st_read(E.txcq, &c, &src, &err, NULL, TMO);
+		ssize_t r = et_read(E.txcq, &c, &src, &err, NULL, TMO);
 
 		if (r != 1) {
 			fprintf(stderr, "rank %d: read %zd (err %d)\n", rank, r,
@@ -123,12 +123,12 @@ static int proc(int rank, int nprocs, void *arg)
 			CHECK(c.op_context == &sctx);
 		}
 	}
-	st_barrier();
-	CHECK_INT(st_close(&E), 0);
+	et_barrier();
+	CHECK_INT(et_close(&E), 0);
 	return check_done();
 }
 
 int main(void)
 {
-	return st_run("names", 2, 60, proc, NULL, 0);
+	return et_run("names", 2, 60, proc, NULL, 0);
 }

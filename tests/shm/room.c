@@ -16,14 +16,14 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "shmtest.h"
+#include "eptest.h"
 
 #define DELAY_US    300000
 #define MAX_LATE_US 2000000 /* from the receiver's start to the last completion */
 #define MAX_SWITCH  60      /* voluntary switches while blocked (polling: ~300) */
 #define RX_WINDOW   512
 
-static struct st_ep E;
+static struct et_ep E;
 
 static long switches(void)
 {
@@ -36,16 +36,16 @@ static long switches(void)
 static void sender(char *buf, size_t len, size_t count, uint64_t seed)
 {
 	struct fi_cq_tagged_entry c;
-	uint64_t t0, t1, start, all[ST_MAX_PROCS * ST_SLOT / 8];
+	uint64_t t0, t1, start, all[ET_MAX_PROCS * ET_SLOT / 8];
 	size_t i, done = 0;
 	long sw;
 
-	st_barrier();
+	et_barrier();
 	for (i = 0; i < count; i++) {
-		st_fill(buf + i * len, len, seed + i);
+		et_fill(buf + i * len, len, seed + i);
 		CHECK_INT(fi_send(E.ep, buf + i * len, len, NULL, E.addr[0], NULL), 0);
 	}
-	t0 = st_now_us();
+	t0 = et_now_us();
 	sw = switches();
 	while (done < count) {
 		ssize_t r = fi_cq_sread(E.txcq, &c, 1, NULL, 20000);
@@ -55,9 +55,9 @@ static void sender(char *buf, size_t len, size_t count, uint64_t seed)
 			break;
 		done++;
 	}
-	t1 = st_now_us();
+	t1 = et_now_us();
 	sw = switches() - sw;
-	st_allgather(&t1, sizeof(t1), all);
+	et_allgather(&t1, sizeof(t1), all);
 	start = all[0]; /* the receiver's start */
 	fprintf(stderr,
 	        "%zu x %zu B: sender blocked %.1f ms, done %.3f ms after the receiver "
@@ -72,13 +72,13 @@ static void sender(char *buf, size_t len, size_t count, uint64_t seed)
 static void receiver(char *buf, size_t len, size_t count, uint64_t seed)
 {
 	struct fi_cq_tagged_entry c;
-	uint64_t start, all[ST_MAX_PROCS * ST_SLOT / 8];
+	uint64_t start, all[ET_MAX_PROCS * ET_SLOT / 8];
 	size_t i, got = 0, posted = 0, bad = 0;
 
 	memset(buf, 0, len * count);
-	st_barrier();
+	et_barrier();
 	usleep(DELAY_US); /* no progress: the sender fills what it can */
-	start = st_now_us();
+	start = et_now_us();
 	while (got < count) {
 		ssize_t r;
 
@@ -98,10 +98,10 @@ static void receiver(char *buf, size_t len, size_t count, uint64_t seed)
 	/* Receives match in posting order (FI_ORDER_SAS): buffer i holds
 	 * message i. */
 	for (i = 0; i < count; i++)
-		bad += st_verify(buf + i * len, len, seed + i) != (size_t)-1;
+		bad += et_verify(buf + i * len, len, seed + i) != (size_t)-1;
 	CHECK_INT(got, count);
 	CHECK_INT(bad, 0);
-	st_allgather(&start, sizeof(start), all);
+	et_allgather(&start, sizeof(start), all);
 }
 
 static void round_(char *buf, size_t len, size_t count, uint64_t seed)
@@ -116,22 +116,22 @@ static int proc(int rank, int nprocs, void *arg)
 {
 	/* The ring holds 1024 cells and the region 64 bounce buffers; 1024
 	 * sends may wait in the sender (tx_attr->size). */
-	struct st_opts o = {.wait = FI_WAIT_UNSPEC, .split_cq = true, .cq_size = 8192};
+	struct et_opts o = {.wait = FI_WAIT_UNSPEC, .split_cq = true, .cq_size = 8192};
 	size_t small = 1024 + 600, medium = 64 + 200;
 	char *buf = malloc(small * 64 > medium * 2048 ? small * 64 : medium * 2048);
 
 	(void)rank, (void)nprocs, (void)arg;
-	if (!buf || st_open(&E, &o))
+	if (!buf || et_open(&E, &o))
 		return 2;
 	round_(buf, 64, small, 1);
 	round_(buf, 2048, medium, 100000);
-	st_barrier();
-	CHECK_INT(st_close(&E), 0);
+	et_barrier();
+	CHECK_INT(et_close(&E), 0);
 	free(buf);
 	return check_done();
 }
 
 int main(void)
 {
-	return st_run("room", 2, 120, proc, NULL, 0);
+	return et_run("room", 2, 120, proc, NULL, 0);
 }

@@ -14,7 +14,7 @@
 #include <rdma/fi_rma.h>
 
 #include "check.h"
-#include "shmtest.h"
+#include "eptest.h"
 #include "side.h"
 
 /* The group's processes end in _exit, past LeakSanitizer's exit hook: each
@@ -93,18 +93,18 @@ static ssize_t next_event(struct fid_eq *eq, bool sleep, int ms, uint32_t *event
                           union cm_ev *ev, struct fi_eq_err_entry *err, void *errbuf,
                           size_t errlen)
 {
-	uint64_t end = st_now_us() + (uint64_t)ms * 1000u;
+	uint64_t end = et_now_us() + (uint64_t)ms * 1000u;
 	ssize_t r;
 
 	memset(ev, 0, sizeof(*ev));
 	*event = ~0u;
 	for (;;) {
-		uint64_t now = st_now_us();
+		uint64_t now = et_now_us();
 		int left = now < end ? (int)((end - now) / 1000) + 1 : 1;
 
 		r = sleep ? fi_eq_sread(eq, event, ev, sizeof(*ev), left, 0)
 		          : fi_eq_read(eq, event, ev, sizeof(*ev), 0);
-		if (r != -FI_EAGAIN || st_now_us() > end)
+		if (r != -FI_EAGAIN || et_now_us() > end)
 			break;
 		if (!sleep)
 			sched_yield();
@@ -171,7 +171,7 @@ static void collect(struct fid_cq *cq, int n, void *const *ctxs,
 	for (int got = 0; got < n; got++) {
 		struct fi_cq_tagged_entry c;
 		struct fi_cq_err_entry err;
-		ssize_t r = st_read(cq, &c, NULL, &err, NULL, EV_MS);
+		ssize_t r = et_read(cq, &c, NULL, &err, NULL, EV_MS);
 		int k;
 
 		if (r != 1) {
@@ -191,7 +191,7 @@ static void collect(struct fid_cq *cq, int n, void *const *ctxs,
 
 static void check_bytes(const void *buf, size_t len, uint64_t seed)
 {
-	size_t at = st_verify(buf, len, seed);
+	size_t at = et_verify(buf, len, seed);
 
 	if (at != (size_t)-1)
 		fprintf(stderr, "seed %llu: %zu bytes differ from byte %zu\n",
@@ -362,7 +362,7 @@ static int server(void)
 	struct fid_ep *ep = NULL;
 	struct fid_mr *mr_buf = NULL, *mr_ctr = NULL;
 	struct sockaddr_in pep_addr, creq_addr, peer, name;
-	struct names mine, all[ST_MAX_PROCS * ST_SLOT / sizeof(struct names)];
+	struct names mine, all[ET_MAX_PROCS * ET_SLOT / sizeof(struct names)];
 	struct fi_cq_tagged_entry c[4];
 	struct keys k;
 	uint32_t event;
@@ -386,7 +386,7 @@ static int server(void)
 	          INADDR_LOOPBACK);
 	OK(listen_on(&s, &pep, &pep_ctx, &pep_addr));
 	CHECK_INT(str_name(), 0);
-	CHECK_INT(st_allgather(&pep_addr, sizeof(pep_addr), all), 0);
+	CHECK_INT(et_allgather(&pep_addr, sizeof(pep_addr), all), 0);
 
 	/* Case 2: the request, polled for. */
 	r = next_event(s.eq, false, EV_MS, &event, &ev, NULL, NULL, 0);
@@ -430,10 +430,10 @@ static int server(void)
 	check_same_addr(&peer, &creq_addr, "server getpeer vs FI_CONNREQ dest_addr");
 	mine.a = peer;
 	mine.b = name;
-	CHECK_INT(st_allgather(&mine, sizeof(mine), all), 0);
+	CHECK_INT(et_allgather(&mine, sizeof(mine), all), 0);
 	{
 		const struct names *cl =
-		    (const struct names *)((char *)all + CLIENT * ST_SLOT);
+		    (const struct names *)((char *)all + CLIENT * ET_SLOT);
 
 		/* client: a = its name, b = its peer */
 		check_same_addr(&cl->a, &peer, "client getname vs server getpeer");
@@ -469,8 +469,8 @@ static int server(void)
 	*ctr = 100;
 	k = (struct keys){(uintptr_t)rbuf, fi_mr_key(mr_buf), (uintptr_t)ctr,
 	                  fi_mr_key(mr_ctr)};
-	st_fill(big, BIG, 21);
-	st_fill(small, SMALL, 22);
+	et_fill(big, BIG, 21);
+	et_fill(small, SMALL, 22);
 	OK(fi_recv(ep, &done, sizeof(done), NULL, 0, &rd));
 	OK(fi_send(ep, big, BIG, NULL, 0, &sb));
 	OK(fi_send(ep, small, SMALL, NULL, 0, &ss));
@@ -491,7 +491,7 @@ static int server(void)
 	}
 
 	/* Case 5: a second request, refused with data. */
-	CHECK_INT(st_barrier(), 0);
+	CHECK_INT(et_barrier(), 0);
 	r = next_event(s.eq, false, EV_MS, &event, &ev, NULL, NULL, 0);
 	check_cm_event(r, event, &ev, FI_CONNREQ, &pep->fid, "hello-2");
 	if (r >= 0 && event == FI_CONNREQ && ev.e.info) {
@@ -501,19 +501,19 @@ static int server(void)
 	}
 
 	/* Case 7: the client shuts down; we hear it. */
-	CHECK_INT(st_barrier(), 0);
-	t0 = st_now_us();
+	CHECK_INT(et_barrier(), 0);
+	t0 = et_now_us();
 	r = next_event(s.eq, true, EV_MS, &event, &ev, NULL, NULL, 0);
 	check_cm_event(r, event, &ev, FI_SHUTDOWN, &ep->fid, NULL);
 	fprintf(stderr, "server: FI_SHUTDOWN after %llu us\n",
-	        (unsigned long long)(st_now_us() - t0));
+	        (unsigned long long)(et_now_us() - t0));
 	/* Our fi_shutdown of what the peer ended succeeds (as the
 	 * reference's does) and reports nothing more: one FI_SHUTDOWN a
 	 * connection, whichever side ends it first. */
 	CHECK_INT(fi_shutdown(ep, 0), 0);
 	r = next_event(s.eq, false, 100, &event, &ev, NULL, NULL, 0);
 	CHECK_INT(r, -FI_EAGAIN);
-	CHECK_INT(st_barrier(), 0);
+	CHECK_INT(et_barrier(), 0);
 
 	CHECK_INT(fi_close(&ep->fid), 0);
 	CHECK_INT(fi_close(&pep->fid), 0);
@@ -555,12 +555,12 @@ static int refused(void)
 	CHECK(s.info->dest_addr && !strcmp(s.info->dest_addr, text));
 	OK(open_side(&s, false));
 	OK(open_ep(&s, s.info, &ep, &ctx));
-	t0 = st_now_us();
+	t0 = et_now_us();
 	OK(fi_connect(ep, NULL, "hello-3", 8));
 	r = next_event(s.eq, true, EV_MS, &event, &ev, &err, NULL, 0);
 	check_cm_error(r, &err, ep, FI_ECONNREFUSED, NULL);
 	fprintf(stderr, "client: refused after %llu us\n",
-	        (unsigned long long)(st_now_us() - t0));
+	        (unsigned long long)(et_now_us() - t0));
 	CHECK_INT(fi_close(&ep->fid), 0);
 	close_side(&s);
 	close(fd);
@@ -573,7 +573,7 @@ static int client(void)
 	struct fi_info *hints = msg_hints(FI_SOCKADDR_IN);
 	struct fid_ep *ep = NULL, *ep2 = NULL;
 	struct sockaddr_in srv, name, peer;
-	struct names mine, all[ST_MAX_PROCS * ST_SLOT / sizeof(struct names)];
+	struct names mine, all[ET_MAX_PROCS * ET_SLOT / sizeof(struct names)];
 	struct fi_cq_tagged_entry c[4];
 	struct fi_cq_err_entry cerr;
 	struct fi_eq_err_entry err;
@@ -590,8 +590,8 @@ static int client(void)
 
 	if (!hints || !small || !big || !ta || !tb || !back || !rsmall || !rbig)
 		return 2;
-	CHECK_INT(st_allgather("", 0, all), 0);
-	memcpy(&srv, (char *)all + SERVER * ST_SLOT, sizeof(srv));
+	CHECK_INT(et_allgather("", 0, all), 0);
+	memcpy(&srv, (char *)all + SERVER * ET_SLOT, sizeof(srv));
 	CHECK_INT(srv.sin_family, AF_INET);
 
 	/* Case 2: the server named as node and service. */
@@ -620,13 +620,13 @@ static int client(void)
 	check_same_addr(&peer, &srv, "client getpeer vs the address connected to");
 	mine.a = name;
 	mine.b = peer;
-	CHECK_INT(st_allgather(&mine, sizeof(mine), all), 0);
+	CHECK_INT(et_allgather(&mine, sizeof(mine), all), 0);
 
 	/* Case 4: messages and tagged messages out ... */
-	st_fill(small, SMALL, 11);
-	st_fill(big, BIG, 12);
-	st_fill(ta, TLEN, 13);
-	st_fill(tb, TLEN, 14);
+	et_fill(small, SMALL, 11);
+	et_fill(big, BIG, 12);
+	et_fill(ta, TLEN, 13);
+	et_fill(tb, TLEN, 14);
 	OK(fi_send(ep, small, SMALL, NULL, 0, &ss));
 	OK(fi_send(ep, big, BIG, NULL, 0, &sb));
 	OK(fi_tsend(ep, ta, TLEN, NULL, 0, TAG_A, &sa));
@@ -654,7 +654,7 @@ static int client(void)
 		CHECK_INT(c[2].len, sizeof(k));
 	}
 	/* RMA into the server's region, and a fetching atomic. */
-	st_fill(big, BIG, 31);
+	et_fill(big, BIG, 31);
 	OK(fi_write(ep, big, BIG, NULL, 0, k.buf, k.buf_key, &wc));
 	collect(s.cq, 1, (void *[]){&wc}, c);
 	CHECK_HEX(c[0].flags, FI_RMA | FI_WRITE);
@@ -671,7 +671,7 @@ static int client(void)
 	collect(s.cq, 1, (void *[]){&dc}, c);
 
 	/* Case 5: a second endpoint on the same EQ is refused with data. */
-	CHECK_INT(st_barrier(), 0);
+	CHECK_INT(et_barrier(), 0);
 	OK(open_ep(&s, s.info, &ep2, &ep2_ctx));
 	OK(fi_connect(ep2, &srv, "hello-2", 8));
 	memset(errbuf, 0, sizeof(errbuf));
@@ -689,7 +689,7 @@ static int client(void)
 	 * is a cancellation written before fi_shutdown returns (man fi_cm). */
 	OK(fi_recv(ep, junk, sizeof(junk), NULL, 0, &j1));
 	OK(fi_trecv(ep, junk, sizeof(junk), NULL, 0, 0x99, 0, &j2));
-	CHECK_INT(st_barrier(), 0);
+	CHECK_INT(et_barrier(), 0);
 	OK(fi_shutdown(ep, 0));
 	for (int n = 0; n < 3; n++) {
 		struct fi_cq_tagged_entry e;
@@ -713,13 +713,13 @@ static int client(void)
 	CHECK_INT(fi_shutdown(ep, 0), 0);
 	r = next_event(s.eq, false, 100, &event, &ev, NULL, NULL, 0);
 	CHECK_INT(r, -FI_EAGAIN);
-	CHECK_INT(st_barrier(), 0); /* the server has its FI_SHUTDOWN */
+	CHECK_INT(et_barrier(), 0); /* the server has its FI_SHUTDOWN */
 	CHECK_INT(fi_cq_read(s.cq, c, 1), -FI_EAGAIN);
 	/* A send now fails, at once or as an error completion; it does not
 	 * hang. */
 	r = fi_send(ep, small, SMALL, NULL, 0, &xc);
 	if (!r) {
-		r = st_read(s.cq, c, NULL, &cerr, NULL, EV_MS);
+		r = et_read(s.cq, c, NULL, &cerr, NULL, EV_MS);
 		CHECK_INT(r, -FI_EAVAIL);
 		CHECK(cerr.op_context == &xc);
 		CHECK(cerr.err != 0);
@@ -775,8 +775,8 @@ static int accept_side(struct side *s, struct fid_ep **ep, int *ep_ctx, struct h
 	fi_freeinfo(hints);
 	check_info(s->info, FI_SOCKADDR_IN);
 	OK(listen_on(s, &pep, &pep_ctx, &me.addr));
-	_Static_assert(sizeof(struct hello) <= ST_SLOT, "one slot");
-	CHECK_INT(st_allgather(&me, sizeof(me), all), 0);
+	_Static_assert(sizeof(struct hello) <= ET_SLOT, "one slot");
+	CHECK_INT(et_allgather(&me, sizeof(me), all), 0);
 	r = next_event(s->eq, true, EV_MS, &event, &ev, NULL, NULL, 0);
 	check_cm_event(r, event, &ev, FI_CONNREQ, &pep->fid, "hello-4");
 	if (r < 0 || event != FI_CONNREQ || !ev.e.info)
@@ -807,7 +807,7 @@ static int connect_side(struct side *s, struct fid_ep **ep, int *ep_ctx, struct 
 
 	if (!hints)
 		return 2;
-	CHECK_INT(st_allgather(&me, sizeof(me), all), 0);
+	CHECK_INT(et_allgather(&me, sizeof(me), all), 0);
 	hints->dest_addr = malloc(sizeof(all[SERVER].addr));
 	if (!hints->dest_addr)
 		return 2;
@@ -828,25 +828,25 @@ static int connect_side(struct side *s, struct fid_ep **ep, int *ep_ctx, struct 
 static int victim(bool pingpong)
 {
 	struct side s = {0};
-	struct hello all[ST_MAX_PROCS];
+	struct hello all[ET_MAX_PROCS];
 	struct fid_ep *ep = NULL;
 	int ep_ctx;
 
 	if (accept_side(&s, &ep, &ep_ctx, all))
 		return 1;
-	CHECK_INT(st_barrier(), 0);
+	CHECK_INT(et_barrier(), 0);
 	/* Case 9: echo the client's ping-pong first. */
 	for (int i = 0; pingpong && i < PP_ROUNDS; i++) {
 		struct fi_cq_tagged_entry c;
 		static char pp[PP_LEN];
 
 		OK(fi_recv(ep, pp, sizeof(pp), NULL, 0, NULL));
-		CHECK_INT(st_read(s.cq, &c, NULL, NULL, NULL, EV_MS), 1);
+		CHECK_INT(et_read(s.cq, &c, NULL, NULL, NULL, EV_MS), 1);
 		OK(fi_send(ep, pp, sizeof(pp), NULL, 0, NULL));
-		CHECK_INT(st_read(s.cq, &c, NULL, NULL, NULL, EV_MS), 1);
+		CHECK_INT(et_read(s.cq, &c, NULL, NULL, NULL, EV_MS), 1);
 	}
 	/* No progress from here: the client's big send stays in flight. */
-	st_barrier();
+	et_barrier();
 	fprintf(stderr, "victim: still alive after the client's kill\n");
 	return 1;
 }
@@ -854,7 +854,7 @@ static int victim(bool pingpong)
 static int survivor(void)
 {
 	struct side s = {0};
-	struct hello all[ST_MAX_PROCS];
+	struct hello all[ET_MAX_PROCS];
 	struct fi_cq_tagged_entry c;
 	struct fi_cq_err_entry err;
 	struct fid_ep *ep = NULL;
@@ -869,26 +869,26 @@ static int survivor(void)
 		return 2;
 	if (connect_side(&s, &ep, &ep_ctx, all))
 		return 1;
-	CHECK_INT(st_barrier(), 0);
+	CHECK_INT(et_barrier(), 0);
 
-	st_fill(big, STUCK, 41);
+	et_fill(big, STUCK, 41);
 	OK(fi_send(ep, big, STUCK, NULL, 0, &sc));
 	OK(fi_recv(ep, junk, sizeof(junk), NULL, 0, &rc));
 	/* The peer reads nothing: after a while of progress the send is
 	 * still outstanding (else the kill below proves nothing). */
-	t0 = st_now_us();
+	t0 = et_now_us();
 	do
 		r = fi_cq_read(s.cq, &c, 1);
-	while (r == -FI_EAGAIN && st_now_us() - t0 < 200000);
+	while (r == -FI_EAGAIN && et_now_us() - t0 < 200000);
 	CHECK_INT(r, -FI_EAGAIN);
 
 	CHECK_INT(kill(all[SERVER].pid, SIGKILL), 0);
-	t0 = st_now_us();
+	t0 = et_now_us();
 	r = next_event(s.eq, true, DEATH_MS, &event, &ev, NULL, NULL, 0);
-	t_ev = st_now_us() - t0;
+	t_ev = et_now_us() - t0;
 	check_cm_event(r, event, &ev, FI_SHUTDOWN, &ep->fid, NULL);
-	r = st_read(s.cq, &c, NULL, &err, NULL, DEATH_MS);
-	t_cq = st_now_us() - t0;
+	r = et_read(s.cq, &c, NULL, &err, NULL, DEATH_MS);
+	t_cq = et_now_us() - t0;
 	CHECK_INT(r, -FI_EAVAIL);
 	if (r == -FI_EAVAIL) {
 		CHECK(err.op_context == &sc);
@@ -903,7 +903,7 @@ static int survivor(void)
 	CHECK(t_cq < DEATH_MS * 1000ull);
 	/* The receive may be cancelled too (man fi_cm leaves it open);
 	 * whatever else comes is about it. */
-	while ((r = st_read(s.cq, &c, NULL, &err, NULL, 50)) != -FI_ETIMEDOUT) {
+	while ((r = et_read(s.cq, &c, NULL, &err, NULL, 50)) != -FI_ETIMEDOUT) {
 		CHECK(r == -FI_EAVAIL ? err.op_context == &rc : 0);
 		if (++more > 1)
 			break;
@@ -923,7 +923,7 @@ static int survivor(void)
 static int survivor_cq_only(void)
 {
 	struct side s = {0};
-	struct hello all[ST_MAX_PROCS];
+	struct hello all[ET_MAX_PROCS];
 	struct fi_cq_tagged_entry c;
 	struct fi_cq_err_entry err;
 	struct fid_ep *ep = NULL;
@@ -940,33 +940,33 @@ static int survivor_cq_only(void)
 		return 2;
 	if (connect_side(&s, &ep, &ep_ctx, all))
 		return 1;
-	CHECK_INT(st_barrier(), 0);
+	CHECK_INT(et_barrier(), 0);
 	for (int i = 0; i < PP_ROUNDS; i++) {
-		st_fill(pp, sizeof(pp), (uint64_t)i);
+		et_fill(pp, sizeof(pp), (uint64_t)i);
 		OK(fi_recv(ep, pong, sizeof(pong), NULL, 0, NULL));
 		OK(fi_send(ep, pp, sizeof(pp), NULL, 0, NULL));
 		for (int n = 0; n < 2; n++)
-			CHECK_INT(st_read(s.cq, &c, NULL, NULL, NULL, EV_MS), 1);
-		CHECK(st_verify(pong, sizeof(pong), (uint64_t)i) == (size_t)-1);
+			CHECK_INT(et_read(s.cq, &c, NULL, NULL, NULL, EV_MS), 1);
+		CHECK(et_verify(pong, sizeof(pong), (uint64_t)i) == (size_t)-1);
 	}
 
 	OK(fi_recv(ep, pong, sizeof(pong), NULL, 0, &rc));
-	st_fill(big, STUCK, 43);
+	et_fill(big, STUCK, 43);
 	OK(fi_send(ep, big, STUCK, NULL, 0, &sc));
-	t0 = st_now_us();
+	t0 = et_now_us();
 	do
 		r = fi_cq_read(s.cq, &c, 1);
-	while (r == -FI_EAGAIN && st_now_us() - t0 < 200000);
+	while (r == -FI_EAGAIN && et_now_us() - t0 < 200000);
 	CHECK_INT(r, -FI_EAGAIN);
 
 	CHECK_INT(kill(all[SERVER].pid, SIGKILL), 0);
-	t0 = st_now_us();
+	t0 = et_now_us();
 	while (!(send_failed && recv_failed)) {
-		r = st_read(s.cq, &c, NULL, &err, NULL, DEATH_MS);
+		r = et_read(s.cq, &c, NULL, &err, NULL, DEATH_MS);
 		CHECK_INT(r, -FI_EAVAIL);
 		if (r != -FI_EAVAIL)
 			break;
-		t_end = st_now_us() - t0;
+		t_end = et_now_us() - t0;
 		if (err.op_context == &sc) {
 			CHECK(!send_failed);
 			CHECK(err.flags & FI_SEND);
@@ -989,7 +989,7 @@ static int survivor_cq_only(void)
 	CHECK_INT(next_event(s.eq, false, 100, &event, &ev, NULL, NULL, 0), -FI_EAGAIN);
 	/* A receive posted now fails too; it does not wait for ever. */
 	OK(fi_recv(ep, pong, sizeof(pong), NULL, 0, &rc));
-	r = st_read(s.cq, &c, NULL, &err, NULL, EV_MS);
+	r = et_read(s.cq, &c, NULL, &err, NULL, EV_MS);
 	CHECK_INT(r, -FI_EAVAIL);
 	CHECK(r == -FI_EAVAIL && err.op_context == &rc && err.err == FI_ENOTCONN);
 	CHECK_INT(fi_close(&ep->fid), 0);
@@ -1027,7 +1027,7 @@ static uint64_t nl_seed(size_t m)
 static int nl_sender(const struct nl_case *nc)
 {
 	struct side s = {0};
-	struct hello all[ST_MAX_PROCS];
+	struct hello all[ET_MAX_PROCS];
 	struct fid_ep *ep = NULL;
 	struct fi_cq_tagged_entry c;
 	char *buf = malloc(1 << 20);
@@ -1035,16 +1035,16 @@ static int nl_sender(const struct nl_case *nc)
 
 	if (!buf || connect_side(&s, &ep, &ep_ctx, all))
 		return 1;
-	CHECK_INT(st_barrier(), 0); /* the server's receives are up, or not */
+	CHECK_INT(et_barrier(), 0); /* the server's receives are up, or not */
 	for (size_t m = 0; m < NL_MSGS; m++) {
 		size_t len = nl_sizes[m / NL_COUNT];
 		ssize_t r;
 
-		st_fill(buf, len, nl_seed(m));
+		et_fill(buf, len, nl_seed(m));
 		r = m % 2 ? fi_tsend(ep, buf, len, NULL, 0, nl_seed(m), NULL)
 		          : fi_send(ep, buf, len, NULL, 0, NULL);
 		CHECK_INT(r, 0);
-		r = st_read(s.cq, &c, NULL, NULL, NULL, nc->after ? NL_WAIT_MS : EV_MS);
+		r = et_read(s.cq, &c, NULL, NULL, NULL, nc->after ? NL_WAIT_MS : EV_MS);
 		if (r == -FI_ETIMEDOUT && nc->after)
 			break; /* needs the server, who is not looking */
 		CHECK_INT(r, 1);
@@ -1076,7 +1076,7 @@ static void nl_post(struct fid_ep *ep, char *mem, int *ctx, size_t m)
 static int nl_receiver(const struct nl_case *nc)
 {
 	struct side s = {0};
-	struct hello all[ST_MAX_PROCS];
+	struct hello all[ET_MAX_PROCS];
 	struct fid_ep *ep = NULL;
 	char *mem = malloc(NL_MSGS << 20);
 	int ctx[NL_MSGS], state[NL_MSGS] = {0}, ep_ctx, done, open = NL_MSGS;
@@ -1086,16 +1086,16 @@ static int nl_receiver(const struct nl_case *nc)
 		return 1;
 	for (size_t m = 0; !nc->after && m < NL_MSGS; m++)
 		nl_post(ep, mem, ctx, m);
-	CHECK_INT(st_barrier(), 0);
+	CHECK_INT(et_barrier(), 0);
 	if (nc->after) {
 		/* Nothing read until the client has ended (its slot of the
-		 * all-gather: slots are ST_SLOT bytes). */
-		pid_t client = ((const struct hello *)((const char *)all + CLIENT * ST_SLOT))->pid;
+		 * all-gather: slots are ET_SLOT bytes). */
+		pid_t client = ((const struct hello *)((const char *)all + CLIENT * ET_SLOT))->pid;
 		bool gone = false;
 
-		end = st_now_us() + 20000000ull;
+		end = et_now_us() + 20000000ull;
 		CHECK(client > 0);
-		while (client > 0 && !(gone = kill(client, 0) != 0) && st_now_us() < end) {
+		while (client > 0 && !(gone = kill(client, 0) != 0) && et_now_us() < end) {
 			char path[64], st[256];
 			FILE *f;
 
@@ -1117,11 +1117,11 @@ static int nl_receiver(const struct nl_case *nc)
 			nl_post(ep, mem, ctx, m);
 	}
 	/* Every receive ends: completed, or failed once the connection is. */
-	end = st_now_us() + 20000000ull;
-	while (open && st_now_us() < end) {
+	end = et_now_us() + 20000000ull;
+	while (open && et_now_us() < end) {
 		struct fi_cq_tagged_entry c;
 		struct fi_cq_err_entry err;
-		ssize_t r = st_read(s.cq, &c, NULL, &err, NULL, 100);
+		ssize_t r = et_read(s.cq, &c, NULL, &err, NULL, 100);
 		int *x = r == 1 ? c.op_context : r == -FI_EAVAIL ? err.op_context : NULL;
 		size_t m;
 
@@ -1139,7 +1139,7 @@ static int nl_receiver(const struct nl_case *nc)
 			size_t len = nl_sizes[m / NL_COUNT];
 
 			CHECK_INT(c.len, len);
-			CHECK(st_verify(mem + m * ((size_t)1 << 20), len, nl_seed(m)) ==
+			CHECK(et_verify(mem + m * ((size_t)1 << 20), len, nl_seed(m)) ==
 			      (size_t)-1);
 		} else {
 			CHECK_INT(err.err, FI_ENOTCONN);
@@ -1147,8 +1147,8 @@ static int nl_receiver(const struct nl_case *nc)
 	}
 	CHECK_INT(open, 0);
 	/* The client's count, once it has stored it. */
-	end = st_now_us() + 20000000ull;
-	while (__atomic_load_n(nc->done, __ATOMIC_ACQUIRE) == -1 && st_now_us() < end)
+	end = et_now_us() + 20000000ull;
+	while (__atomic_load_n(nc->done, __ATOMIC_ACQUIRE) == -1 && et_now_us() < end)
 		usleep(1000);
 	done = __atomic_load_n(nc->done, __ATOMIC_ACQUIRE);
 	CHECK(done >= 0);
@@ -1188,10 +1188,10 @@ int main(void)
 {
 	int bad = 0;
 
-	bad |= st_run("tcp/cm: connect, data, reject, refused, shutdown", 2, 60, pair,
+	bad |= et_run("tcp/cm: connect, data, reject, refused, shutdown", 2, 60, pair,
 	              NULL, 0);
-	bad |= st_run("tcp/cm: peer killed", 2, 30, death, NULL, 1u << SERVER);
-	bad |= st_run("tcp/cm: peer killed mid-ping-pong, CQ only", 2, 30, death, "cq",
+	bad |= et_run("tcp/cm: peer killed", 2, 30, death, NULL, 1u << SERVER);
+	bad |= et_run("tcp/cm: peer killed mid-ping-pong, CQ only", 2, 30, death, "cq",
 	              1u << SERVER);
 	{
 		static const char *const ends[] = {"returns", "_exit", "SIGKILL"};
@@ -1209,7 +1209,7 @@ int main(void)
 				snprintf(what, sizeof(what),
 				         "tcp/cm: nothing lost, client %s, server posts %s", ends[e],
 				         after ? "after" : "before");
-				bad |= st_run(what, 2, 60, nothing_lost, &nc, 1u << CLIENT);
+				bad |= et_run(what, 2, 60, nothing_lost, &nc, 1u << CLIENT);
 			}
 		munmap(done, sizeof(int));
 	}

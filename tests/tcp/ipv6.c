@@ -1,8 +1,8 @@
 /* ipv6.c - the tcp provider over IPv6 (::1), public API only: fi_getinfo's
  * address families and text forms, then two processes exchanging data over
  * connected (FI_EP_MSG) and reliable-datagram (FI_EP_RDM) endpoints with
- * binary FI_SOCKADDR_IN6 addresses.  (The tcp runs of the shm programs
- * with LOOM_TEST_NODE=::1 cover the FI_ADDR_STR forms under load.) */
+ * binary FI_SOCKADDR_IN6 addresses.  (The tcp6 runs of the tests/ep
+ * programs, LOOM_TEST_NODE=::1, cover the FI_ADDR_STR forms under load.) */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -13,7 +13,7 @@
 #include <rdma/fi_tagged.h>
 
 #include "check.h"
-#include "shmtest.h"
+#include "eptest.h"
 #include "side.h"
 
 #define SERVER 0
@@ -113,10 +113,10 @@ static int wait_event(struct fid_eq *eq, uint32_t want, struct fi_eq_cm_entry *e
 /* One completion within EV_MS. */
 static int wait_cq(struct fid_cq *cq, struct fi_cq_tagged_entry *c)
 {
-	uint64_t end = st_now_us() + EV_MS * 1000ull;
+	uint64_t end = et_now_us() + EV_MS * 1000ull;
 	ssize_t r;
 
-	while ((r = fi_cq_read(cq, c, 1)) == -FI_EAGAIN && st_now_us() < end)
+	while ((r = fi_cq_read(cq, c, 1)) == -FI_EAGAIN && et_now_us() < end)
 		;
 	CHECK_INT(r, 1);
 	return r == 1 ? 0 : 1;
@@ -143,7 +143,7 @@ static int msg_server(void)
 	struct fid_pep *pep;
 	struct fi_eq_cm_entry e;
 	struct fi_cq_tagged_entry c;
-	struct sockaddr_in6 name, peer, all[ST_MAX_PROCS * ST_SLOT / sizeof(name)];
+	struct sockaddr_in6 name, peer, all[ET_MAX_PROCS * ET_SLOT / sizeof(name)];
 	size_t len = sizeof(name);
 	char *buf = malloc(BIG);
 
@@ -158,7 +158,7 @@ static int msg_server(void)
 	OK(fi_getname(&pep->fid, &name, &len));
 	CHECK_INT(len, sizeof(name));
 	CHECK(is_loopback6(&name, len) && name.sin6_port);
-	CHECK_INT(st_allgather(&name, sizeof(name), all), 0);
+	CHECK_INT(et_allgather(&name, sizeof(name), all), 0);
 
 	OK(wait_event(s.eq, FI_CONNREQ, &e));
 	CHECK(e.info && e.info->handle);
@@ -198,15 +198,15 @@ static int msg_client(void)
 {
 	struct side s = {0};
 	struct fi_info *h = hints_of(FI_EP_MSG, FI_SOCKADDR_IN6);
-	struct sockaddr_in6 all[ST_MAX_PROCS * ST_SLOT / sizeof(struct sockaddr_in6)], srv;
+	struct sockaddr_in6 all[ET_MAX_PROCS * ET_SLOT / sizeof(struct sockaddr_in6)], srv;
 	struct fi_eq_cm_entry e;
 	struct fi_cq_tagged_entry c;
 	char *out = malloc(BIG), *back = calloc(1, BIG);
 
 	if (!h || !out || !back)
 		return 2;
-	CHECK_INT(st_allgather("", 0, all), 0);
-	memcpy(&srv, (char *)all + SERVER * ST_SLOT, sizeof(srv));
+	CHECK_INT(et_allgather("", 0, all), 0);
+	memcpy(&srv, (char *)all + SERVER * ET_SLOT, sizeof(srv));
 	CHECK(is_loopback6(&srv, sizeof(srv)));
 	h->dest_addr = malloc(sizeof(srv));
 	memcpy(h->dest_addr, &srv, sizeof(srv));
@@ -250,7 +250,7 @@ static int rdm_proc(int rank)
 	struct fi_info *h = hints_of(FI_EP_RDM, FI_SOCKADDR_IN6);
 	struct fi_av_attr ava = {.type = FI_AV_TABLE};
 	struct fid_av *av;
-	struct sockaddr_in6 name, all[ST_MAX_PROCS * ST_SLOT / sizeof(struct sockaddr_in6)];
+	struct sockaddr_in6 name, all[ET_MAX_PROCS * ET_SLOT / sizeof(struct sockaddr_in6)];
 	struct fi_cq_tagged_entry c;
 	size_t len = sizeof(name);
 	fi_addr_t peer;
@@ -270,8 +270,8 @@ static int rdm_proc(int rank)
 	OK(fi_getname(&s.ep->fid, &name, &len));
 	CHECK_INT(len, sizeof(name));
 	CHECK(is_loopback6(&name, len));
-	CHECK_INT(st_allgather(&name, sizeof(name), all), 0);
-	CHECK_INT(fi_av_insert(av, (char *)all + other * ST_SLOT, 1, &peer, 0, NULL), 1);
+	CHECK_INT(et_allgather(&name, sizeof(name), all), 0);
+	CHECK_INT(fi_av_insert(av, (char *)all + other * ET_SLOT, 1, &peer, 0, NULL), 1);
 	OK(fi_trecv(s.ep, in, sizeof(in), NULL, peer, TAG, 0, NULL));
 	fill(out, sizeof(out), (unsigned)rank);
 	OK(fi_tsend(s.ep, out, sizeof(out), NULL, peer, TAG, NULL));
@@ -282,7 +282,7 @@ static int rdm_proc(int rank)
 			CHECK(filled(in, sizeof(in), (unsigned)other));
 		}
 	}
-	CHECK_INT(st_barrier(), 0);
+	CHECK_INT(et_barrier(), 0);
 	CHECK_INT(fi_close(&s.ep->fid), 0);
 	s.ep = NULL;
 	CHECK_INT(fi_close(&av->fid), 0);
@@ -310,7 +310,7 @@ int main(void)
 {
 	int bad = getinfo_cases() ? 1 : check_done();
 
-	bad |= st_run("tcp/ipv6: FI_EP_MSG over ::1", 2, 60, msg_pair, NULL, 0);
-	bad |= st_run("tcp/ipv6: FI_EP_RDM over ::1", 2, 60, rdm_pair, NULL, 0);
+	bad |= et_run("tcp/ipv6: FI_EP_MSG over ::1", 2, 60, msg_pair, NULL, 0);
+	bad |= et_run("tcp/ipv6: FI_EP_RDM over ::1", 2, 60, rdm_pair, NULL, 0);
 	return bad;
 }

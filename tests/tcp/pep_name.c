@@ -13,7 +13,7 @@
 #include <sys/socket.h>
 
 #include "check.h"
-#include "shmtest.h"
+#include "eptest.h"
 #include "side.h"
 
 #define SERVER 0
@@ -122,7 +122,7 @@ static int server(void)
 	struct fid_pep *pep = NULL;
 	struct fid_ep *ep = NULL;
 	struct sockaddr_in name, again, cl, peer,
-	    all[ST_MAX_PROCS * ST_SLOT / sizeof(name)];
+	    all[ET_MAX_PROCS * ET_SLOT / sizeof(name)];
 	char buf[64] = {0};
 	struct fi_cq_tagged_entry c;
 	struct fi_cq_err_entry err;
@@ -142,8 +142,8 @@ static int server(void)
 	OK(fi_listen(pep));
 	OK(name_of(&pep->fid, &again));
 	check_name(&again, &name, "server pep listening");
-	CHECK_INT(st_allgather(&name, sizeof(name), all), 0);
-	memcpy(&cl, (char *)all + CLIENT * ST_SLOT, sizeof(cl));
+	CHECK_INT(et_allgather(&name, sizeof(name), all), 0);
+	memcpy(&cl, (char *)all + CLIENT * ET_SLOT, sizeof(cl));
 
 	r = next_event(s.eq, &event, &ev);
 	CHECK_INT(event, FI_CONNREQ);
@@ -175,14 +175,14 @@ static int server(void)
 	}
 	OK(name_of(&ep->fid, &again));
 	check_name(&again, &name, "server ep");
-	r = st_read(s.cq, &c, NULL, &err, NULL, EV_MS);
+	r = et_read(s.cq, &c, NULL, &err, NULL, EV_MS);
 	CHECK_INT(r, 1);
 	if (r == 1) {
 		CHECK(c.op_context == &rctx);
 		CHECK_INT(c.len, sizeof(MSG));
 		CHECK_STR(buf, MSG);
 	}
-	CHECK_INT(st_barrier(), 0);
+	CHECK_INT(et_barrier(), 0);
 	CHECK_INT(fi_close(&ep->fid), 0);
 	CHECK_INT(fi_close(&pep->fid), 0);
 	close_side(&s);
@@ -195,7 +195,7 @@ static int client(void)
 	struct fi_info *hints = msg_hints();
 	struct fid_pep *pep = NULL;
 	struct fid_ep *ep = NULL;
-	struct sockaddr_in name, now, srv, all[ST_MAX_PROCS * ST_SLOT / sizeof(name)];
+	struct sockaddr_in name, now, srv, all[ET_MAX_PROCS * ET_SLOT / sizeof(name)];
 	struct fi_cq_tagged_entry c;
 	struct fi_cq_err_entry err;
 	char port[16];
@@ -207,8 +207,8 @@ static int client(void)
 	if (!hints)
 		return 2;
 	OK(named_pep(&s, "0", &pep, &name));
-	CHECK_INT(st_allgather(&name, sizeof(name), all), 0);
-	memcpy(&srv, (char *)all + SERVER * ST_SLOT, sizeof(srv));
+	CHECK_INT(et_allgather(&name, sizeof(name), all), 0);
+	memcpy(&srv, (char *)all + SERVER * ET_SLOT, sizeof(srv));
 
 	/* man fi_getinfo: a passive endpoint as hints->handle comes back
 	 * in info->handle. */
@@ -245,10 +245,10 @@ static int client(void)
 	OK(name_of(&ep->fid, &now));
 	check_name(&now, &name, "client ep connected");
 	OK(fi_send(ep, MSG, sizeof(MSG), NULL, 0, &sctx));
-	r = st_read(a.cq, &c, NULL, &err, NULL, EV_MS);
+	r = et_read(a.cq, &c, NULL, &err, NULL, EV_MS);
 	CHECK_INT(r, 1);
 	CHECK(r != 1 || c.op_context == &sctx);
-	CHECK_INT(st_barrier(), 0);
+	CHECK_INT(et_barrier(), 0);
 	CHECK_INT(fi_close(&ep->fid), 0);
 	a.fabric = NULL;
 	a.eq = NULL;
@@ -267,6 +267,6 @@ static int pair(int rank, int nprocs, void *arg)
 
 int main(void)
 {
-	return st_run("tcp/pep_name: fi_setname on a pep, an ep taking its name", 2, 60,
+	return et_run("tcp/pep_name: fi_setname on a pep, an ep taking its name", 2, 60,
 	              pair, NULL, 0);
 }

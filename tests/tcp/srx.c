@@ -18,7 +18,7 @@
 #include <rdma/fi_tagged.h>
 
 #include "check.h"
-#include "shmtest.h"
+#include "eptest.h"
 #include "side.h"
 
 #define SERVER 0
@@ -133,7 +133,7 @@ static int collect(struct fid_cq *cq, int n, struct fi_cq_tagged_entry *out)
 {
 	for (int i = 0; i < n; i++) {
 		struct fi_cq_err_entry err;
-		ssize_t r = st_read(cq, &out[i], NULL, &err, NULL, EV_MS);
+		ssize_t r = et_read(cq, &out[i], NULL, &err, NULL, EV_MS);
 
 		if (r != 1) {
 			fprintf(stderr, "completion %d of %d: %zd (%s), err %d\n", i + 1,
@@ -150,10 +150,10 @@ static int collect(struct fid_cq *cq, int n, struct fi_cq_tagged_entry *out)
  * waits at its endpoint, unexpected. */
 static void idle(struct fid_cq *cq, int ms)
 {
-	uint64_t end = st_now_us() + (uint64_t)ms * 1000;
+	uint64_t end = et_now_us() + (uint64_t)ms * 1000;
 	struct fi_cq_tagged_entry c;
 
-	while (st_now_us() < end) {
+	while (et_now_us() < end) {
 		CHECK_INT(fi_cq_read(cq, &c, 1), -FI_EAGAIN);
 		sched_yield();
 	}
@@ -174,7 +174,7 @@ static int server(void)
 	struct fi_info *hints = srx_hints(FI_EP_MSG, true, false);
 	struct fid_pep *pep = NULL;
 	struct fid_ep *srx = NULL, *ep[NCONN] = {0};
-	struct sockaddr_in addr, all[ST_MAX_PROCS * ST_SLOT / sizeof(addr)];
+	struct sockaddr_in addr, all[ET_MAX_PROCS * ET_SLOT / sizeof(addr)];
 	struct fi_cq_tagged_entry c[NCONN + 3];
 	struct fi_cq_err_entry err;
 	char small[NCONN + 1][SMALL], tb[2][SMALL], *big = malloc(BIG);
@@ -207,7 +207,7 @@ static int server(void)
 	OK(fi_pep_bind(pep, &s.eq->fid, 0));
 	OK(fi_listen(pep));
 	OK(fi_getname(&pep->fid, &addr, &len));
-	CHECK_INT(st_allgather(&addr, sizeof(addr), all), 0);
+	CHECK_INT(et_allgather(&addr, sizeof(addr), all), 0);
 
 	/* Requests and connections, interleaved as they come. */
 	while (connected < NCONN) {
@@ -239,7 +239,7 @@ static int server(void)
 
 	/* Round 1: one message through each endpoint, into the receives
 	 * posted first (the last one left over). */
-	CHECK_INT(st_barrier(), 0);
+	CHECK_INT(et_barrier(), 0);
 	OK(collect(s.cq, NCONN, c));
 	for (int i = 0; i < NCONN; i++) {
 		int k = index_of(ctxs, NCONN, c[i].op_context);
@@ -253,7 +253,7 @@ static int server(void)
 		CHECK(c[i].buf == small[k]);
 		CHECK(who < NCONN);
 		if (who < NCONN && !seen[who]++)
-			CHECK(st_verify(small[k] + 1, SMALL - 1, who) == (size_t)-1);
+			CHECK(et_verify(small[k] + 1, SMALL - 1, who) == (size_t)-1);
 	}
 	for (int i = 0; i < NCONN; i++)
 		CHECK_INT(seen[i], 1);
@@ -261,7 +261,7 @@ static int server(void)
 	/* The one left is cancelled; its error goes to the endpoints' CQ. */
 	CHECK_INT(fi_cancel(&srx->fid, &rctx[NCONN]), 0);
 	CHECK_INT(fi_cancel(&srx->fid, &rctx[NCONN]), -FI_ENOENT);
-	r = st_read(s.cq, c, NULL, &err, NULL, EV_MS);
+	r = et_read(s.cq, c, NULL, &err, NULL, EV_MS);
 	CHECK_INT(r, -FI_EAVAIL);
 	if (r == -FI_EAVAIL) {
 		CHECK_INT(err.err, FI_ECANCELED);
@@ -270,7 +270,7 @@ static int server(void)
 
 	/* Round 2: the messages come first (1 MiB on endpoint 1, tagged on
 	 * 0 and 2) and wait at their endpoints; receives posted after. */
-	CHECK_INT(st_barrier(), 0);
+	CHECK_INT(et_barrier(), 0);
 	idle(s.cq, 200);
 	OK(fi_trecv(srx, tb[1], SMALL, NULL, 0, TAG_B, 0, &tctx[1]));
 	OK(fi_recv(srx, big, BIG, NULL, 0, &bctx));
@@ -280,14 +280,14 @@ static int server(void)
 		if (c[i].op_context == &bctx) {
 			CHECK_HEX(c[i].flags, FI_RECV | FI_MSG);
 			CHECK_INT(c[i].len, BIG);
-			CHECK(st_verify(big, BIG, 77) == (size_t)-1);
+			CHECK(et_verify(big, BIG, 77) == (size_t)-1);
 		} else if (c[i].op_context == &tctx[0] || c[i].op_context == &tctx[1]) {
 			int t = c[i].op_context == &tctx[1];
 
 			CHECK_HEX(c[i].flags, FI_RECV | FI_TAGGED);
 			CHECK_HEX(c[i].tag, t ? TAG_B : TAG_A);
 			CHECK_INT(c[i].len, SMALL);
-			CHECK(st_verify(tb[t], SMALL, t ? 92 : 91) == (size_t)-1);
+			CHECK(et_verify(tb[t], SMALL, t ? 92 : 91) == (size_t)-1);
 		} else {
 			CHECK(0);
 		}
@@ -296,11 +296,11 @@ static int server(void)
 	/* Replies, one through each endpoint, into the client's srx. */
 	for (int i = 0; i < NCONN; i++) {
 		small[i][0] = (char)i;
-		st_fill(small[i] + 1, SMALL - 1, 100 + i);
+		et_fill(small[i] + 1, SMALL - 1, 100 + i);
 		OK(fi_send(ep[i], small[i], SMALL, NULL, 0, &sctx[i]));
 	}
 	OK(collect(s.cq, NCONN, c));
-	CHECK_INT(st_barrier(), 0);
+	CHECK_INT(et_barrier(), 0);
 
 	for (int i = 0; i < NCONN; i++)
 		CHECK_INT(fi_close(&ep[i]->fid), 0);
@@ -316,7 +316,7 @@ static int client(void)
 	struct side s = {0};
 	struct fi_info *hints = srx_hints(FI_EP_MSG, true, false);
 	struct fid_ep *srx = NULL, *ep[NCONN] = {0};
-	struct sockaddr_in srv, all[ST_MAX_PROCS * ST_SLOT / sizeof(srv)];
+	struct sockaddr_in srv, all[ET_MAX_PROCS * ET_SLOT / sizeof(srv)];
 	struct fi_cq_tagged_entry c[NCONN + 3];
 	char small[NCONN][SMALL], reply[NCONN][SMALL], tb[2][SMALL], *big = malloc(BIG);
 	int sctx[NCONN], rctx[NCONN], bctx, tctx[2], ep_ctx[NCONN], srx_ctx,
@@ -326,8 +326,8 @@ static int client(void)
 
 	if (!hints || !big)
 		return 2;
-	CHECK_INT(st_allgather("", 0, all), 0);
-	memcpy(&srv, (char *)all + SERVER * ST_SLOT, sizeof(srv));
+	CHECK_INT(et_allgather("", 0, all), 0);
+	memcpy(&srv, (char *)all + SERVER * ET_SLOT, sizeof(srv));
 	snprintf(port, sizeof(port), "%u", ntohs(srv.sin_port));
 	OK(fi_getinfo(FI_VERSION(1, 17), "127.0.0.1", port, 0, hints, &s.info));
 	fi_freeinfo(hints);
@@ -369,10 +369,10 @@ static int client(void)
 	}
 
 	/* Round 1. */
-	CHECK_INT(st_barrier(), 0);
+	CHECK_INT(et_barrier(), 0);
 	for (int i = 0; i < NCONN; i++) {
 		small[i][0] = (char)i;
-		st_fill(small[i] + 1, SMALL - 1, i);
+		et_fill(small[i] + 1, SMALL - 1, i);
 		OK(fi_send(ep[i], small[i], SMALL, NULL, 0, &sctx[i]));
 	}
 	OK(collect(s.cq, NCONN, c));
@@ -380,10 +380,10 @@ static int client(void)
 		CHECK_HEX(c[i].flags, FI_SEND | FI_MSG);
 
 	/* Round 2: sent before the server posts anything. */
-	CHECK_INT(st_barrier(), 0);
-	st_fill(big, BIG, 77);
-	st_fill(tb[0], SMALL, 91);
-	st_fill(tb[1], SMALL, 92);
+	CHECK_INT(et_barrier(), 0);
+	et_fill(big, BIG, 77);
+	et_fill(tb[0], SMALL, 91);
+	et_fill(tb[1], SMALL, 92);
 	OK(fi_tsend(ep[0], tb[0], SMALL, NULL, 0, TAG_A, &tctx[0]));
 	OK(fi_send(ep[1], big, BIG, NULL, 0, &bctx));
 	OK(fi_tsend(ep[2], tb[1], SMALL, NULL, 0, TAG_B, &tctx[1]));
@@ -402,12 +402,12 @@ static int client(void)
 		CHECK_HEX(c[i].flags, FI_RECV | FI_MSG);
 		CHECK(who < NCONN);
 		if (who < NCONN && !seen[who]++)
-			CHECK(st_verify(reply[k] + 1, SMALL - 1, 100 + who) ==
+			CHECK(et_verify(reply[k] + 1, SMALL - 1, 100 + who) ==
 			      (size_t)-1);
 	}
 	for (int i = 0; i < NCONN; i++)
 		CHECK_INT(seen[i], 1);
-	CHECK_INT(st_barrier(), 0);
+	CHECK_INT(et_barrier(), 0);
 
 	/* One FI_SHUTDOWN each, whoever ends the connection first (the
 	 * server closes its side now): the aliased endpoint too. */
@@ -449,6 +449,6 @@ static int pair(int rank, int nprocs, void *arg)
 
 int main(void)
 {
-	return st_run("tcp/srx: one shared receive context, several connections", 2, 60,
+	return et_run("tcp/srx: one shared receive context, several connections", 2, 60,
 	              pair, NULL, 0);
 }

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "shmtest.h"
+#include "eptest.h"
 
 #define RECVER  0
 #define SENDER  1
@@ -27,7 +27,7 @@
 #define POLL_MS 500  /* the sender looks for completions this long */
 #define TMO     5000 /* the receiver's bound on one message */
 
-static int sender(struct st_ep *e, char *buf)
+static int sender(struct et_ep *e, char *buf)
 {
 	struct fi_cq_tagged_entry c;
 	struct fi_cq_err_entry err;
@@ -37,15 +37,15 @@ static int sender(struct st_ep *e, char *buf)
 	for (posted = 0; posted < NMSG; posted++) {
 		ssize_t r;
 
-		st_fill(buf + (size_t)posted * MSG_LEN, MSG_LEN, (uint64_t)posted + 1);
+		et_fill(buf + (size_t)posted * MSG_LEN, MSG_LEN, (uint64_t)posted + 1);
 		r = fi_send(e->ep, buf + (size_t)posted * MSG_LEN, MSG_LEN, NULL,
 		            e->addr[RECVER], NULL);
 		if (r == -FI_EAGAIN)
 			break; /* the rest would wait for the receiver anyway */
 		CHECK_INT(r, 0);
 	}
-	end = st_now_us() + POLL_MS * 1000;
-	while (st_now_us() < end && done < posted) {
+	end = et_now_us() + POLL_MS * 1000;
+	while (et_now_us() < end && done < posted) {
 		ssize_t n = fi_cq_read(e->txcq, &c, 1);
 
 		if (n == 1) {
@@ -62,33 +62,33 @@ static int sender(struct st_ep *e, char *buf)
 		}
 	}
 	fprintf(stderr, "sender: %d of %d sends complete, %d failed\n", done, posted, failed);
-	st_allgather(&done, sizeof(done), buf);
-	st_barrier(); /* the receiver's message is on its way */
+	et_allgather(&done, sizeof(done), buf);
+	et_barrier(); /* the receiver's message is on its way */
 	usleep(100 * 1000);
 	raise(SIGKILL);
 	return 1;
 }
 
-static int recver(struct st_ep *e, char *buf)
+static int recver(struct et_ep *e, char *buf)
 {
 	struct fi_cq_tagged_entry c;
-	char all[ST_MAX_PROCS * ST_SLOT];
+	char all[ET_MAX_PROCS * ET_SLOT];
 	int done, got = 0;
 	fi_addr_t src;
 
-	st_allgather(&got, sizeof(got), all); /* the sender has polled: its count */
-	memcpy(&done, all + SENDER * ST_SLOT, sizeof(done));
+	et_allgather(&got, sizeof(got), all); /* the sender has polled: its count */
+	memcpy(&done, all + SENDER * ET_SLOT, sizeof(done));
 	CHECK_INT(fi_send(e->ep, buf, 64, NULL, e->addr[SENDER], NULL), 0);
-	st_barrier();
+	et_barrier();
 	usleep(400 * 1000); /* the sender kills itself 100 ms after the barrier */
 	for (int i = 0; i < NMSG; i++) {
 		memset(buf, 0, MSG_LEN);
 		CHECK_INT(fi_recv(e->ep, buf, MSG_LEN, NULL, FI_ADDR_UNSPEC, NULL), 0);
-		if (st_read(e->rxcq, &c, &src, NULL, NULL, i < done ? TMO : 300) != 1)
+		if (et_read(e->rxcq, &c, &src, NULL, NULL, i < done ? TMO : 300) != 1)
 			break;
 		CHECK_INT(c.len, MSG_LEN);
 		CHECK_INT(src, e->addr[SENDER]);
-		CHECK_INT(st_verify(buf, MSG_LEN, (uint64_t)i + 1), (size_t)-1);
+		CHECK_INT(et_verify(buf, MSG_LEN, (uint64_t)i + 1), (size_t)-1);
 		got++;
 	}
 	fprintf(stderr, "receiver: %d messages; the sender saw %d sends complete\n", got,
@@ -99,31 +99,31 @@ static int recver(struct st_ep *e, char *buf)
 
 static int proc(int rank, int nprocs, void *arg)
 {
-	struct st_opts o = {.split_cq = true};
+	struct et_opts o = {.split_cq = true};
 	struct fi_cq_tagged_entry c;
-	struct st_ep e;
+	struct et_ep e;
 	char *buf = malloc((size_t)NMSG * MSG_LEN);
 	int ret;
 
 	(void)nprocs, (void)arg;
 	CHECK(buf != NULL);
-	if (!buf || st_open(&e, &o))
+	if (!buf || et_open(&e, &o))
 		return 1;
 	/* One message each way first: the connection is up, and its
 	 * socket is the one the sender's sends and the receiver's last
 	 * message share. */
 	CHECK_INT(fi_recv(e.ep, buf, 64, NULL, FI_ADDR_UNSPEC, NULL), 0);
 	CHECK_INT(fi_send(e.ep, buf + 64, 64, NULL, e.addr[!rank], NULL), 0);
-	CHECK_INT(st_read(e.txcq, &c, NULL, NULL, NULL, TMO), 1);
-	CHECK_INT(st_read(e.rxcq, &c, NULL, NULL, NULL, TMO), 1);
-	st_barrier();
+	CHECK_INT(et_read(e.txcq, &c, NULL, NULL, NULL, TMO), 1);
+	CHECK_INT(et_read(e.rxcq, &c, NULL, NULL, NULL, TMO), 1);
+	et_barrier();
 	ret = rank == SENDER ? sender(&e, buf) : recver(&e, buf);
-	st_close(&e);
+	et_close(&e);
 	free(buf);
 	return check_done() || ret;
 }
 
 int main(void)
 {
-	return st_run("unsent", 2, 60, proc, NULL, 1u << SENDER);
+	return et_run("unsent", 2, 60, proc, NULL, 1u << SENDER);
 }

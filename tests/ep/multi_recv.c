@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "shmtest.h"
+#include "eptest.h"
 
 #define TMO    20000
 #define M      8000
@@ -13,7 +13,7 @@
 #define MIN_MR 68000 /* more than any message: one always fits */
 #define NBUF   2
 
-static struct st_ep E;
+static struct et_ep E;
 
 static size_t size_of(unsigned i)
 {
@@ -29,20 +29,20 @@ static void sender(char *buf)
 	size_t off = 0;
 	unsigned done = 0;
 
-	st_barrier(); /* buffers posted */
+	et_barrier(); /* buffers posted */
 	for (unsigned i = 0; i < M; i++) {
 		size_t len = size_of(i);
 		char *b = buf + off;
-		uint64_t end = st_now_us() + TMO * 1000ull;
+		uint64_t end = et_now_us() + TMO * 1000ull;
 		ssize_t r;
 
 		off += len;
-		st_fill(b, len, i);
+		et_fill(b, len, i);
 		/* The index travels as CQ data: completions may come out of
 		 * order (a rendezvous finishes after later small ones). */
 		while ((r = fi_senddata(E.ep, b, len, NULL, i, E.addr[0], NULL)) ==
 		           -FI_EAGAIN &&
-		       st_now_us() < end) {
+		       et_now_us() < end) {
 			struct fi_cq_tagged_entry c[8];
 			ssize_t n = fi_cq_read(E.txcq, c, 8);
 
@@ -54,12 +54,12 @@ static void sender(char *buf)
 	while (done < M) {
 		struct fi_cq_tagged_entry c;
 
-		if (st_read(E.txcq, &c, NULL, NULL, NULL, TMO) != 1)
+		if (et_read(E.txcq, &c, NULL, NULL, NULL, TMO) != 1)
 			break;
 		done++;
 	}
 	CHECK_INT(done, M);
-	st_barrier();
+	et_barrier();
 }
 
 /* One posting of a buffer; a completion naming a posting already
@@ -102,7 +102,7 @@ static void receiver(void)
 		iov[b] = (struct iovec){bufs[b], BUFSZ};
 		post(&posts[nposts++], iov, b);
 	}
-	st_barrier();
+	et_barrier();
 	while (got < M) {
 		struct fi_cq_tagged_entry c;
 		struct fi_cq_err_entry err = {0};
@@ -110,7 +110,7 @@ static void receiver(void)
 		fi_addr_t src;
 		int b;
 
-		if (st_read(E.rxcq, &c, &src, &err, NULL, TMO) != 1) {
+		if (et_read(E.rxcq, &c, &src, &err, NULL, TMO) != 1) {
 			fprintf(stderr, "after %u messages: no completion (err %d)\n",
 			        got, err.err);
 			CHECK(0);
@@ -156,7 +156,7 @@ static void receiver(void)
 					CHECK(0);
 					break;
 				}
-			if (st_verify(c.buf, c.len, i) != (size_t)-1) {
+			if (et_verify(c.buf, c.len, i) != (size_t)-1) {
 				fprintf(stderr, "message %llu: content differs\n",
 				        (unsigned long long)i);
 				CHECK(0);
@@ -177,24 +177,24 @@ static void receiver(void)
 	CHECK_INT(got, M);
 	/* The bytes sent are several buffers' worth. */
 	CHECK(released >= 5);
-	st_barrier();
+	et_barrier();
 	/* The two buffers still posted go with the endpoint. */
-	CHECK_INT(st_close(&E), 0);
+	CHECK_INT(et_close(&E), 0);
 	for (int b = 0; b < NBUF; b++)
 		free(bufs[b]);
 }
 
 static int proc(int rank, int nprocs, void *arg)
 {
-	struct st_opts o = {.caps = FI_MSG | FI_SOURCE | FI_MULTI_RECV};
+	struct et_opts o = {.caps = FI_MSG | FI_SOURCE | FI_MULTI_RECV};
 	char *buf = malloc((size_t)16 << 20);
 
 	(void)nprocs, (void)arg;
-	if (!buf || st_open(&E, &o))
+	if (!buf || et_open(&E, &o))
 		return 2;
 	if (rank == 1) {
 		sender(buf);
-		CHECK_INT(st_close(&E), 0);
+		CHECK_INT(et_close(&E), 0);
 	} else {
 		receiver();
 	}
@@ -204,9 +204,9 @@ static int proc(int rank, int nprocs, void *arg)
 
 int main(void)
 {
-	int bad = st_run("multi_recv", 2, 120, proc, NULL, 0);
+	int bad = et_run("multi_recv", 2, 120, proc, NULL, 0);
 
 	setenv("FI_SHM_DISABLE_CMA", "1", 1);
-	bad |= st_run("multi_recv (no CMA)", 2, 120, proc, NULL, 0);
+	bad |= et_run("multi_recv (no CMA)", 2, 120, proc, NULL, 0);
 	return bad;
 }

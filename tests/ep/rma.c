@@ -1,4 +1,4 @@
-/* rma.c - RMA and atomics between two processes on the shm provider,
+/* rma.c - RMA and atomics between two processes on the provider under test,
  * through the public API only: writes and reads of 1 B .. 16 MiB checked
  * byte for byte, writedata with remote CQ data at the target, SUM atomics
  * on one counter from both processes at once (the total must be exact),
@@ -11,7 +11,7 @@
 #include <rdma/fi_rma.h>
 
 #include "check.h"
-#include "shmtest.h"
+#include "eptest.h"
 
 #define BIG ((size_t)16 << 20)
 #define K   2000 /* SUM atomics per process */
@@ -23,8 +23,8 @@ struct keys {
 	uint64_t ctr, ctr_key; /* one uint64, read/write */
 };
 
-static struct st_ep E;
-static struct keys peer_keys[ST_MAX_PROCS];
+static struct et_ep E;
+static struct keys peer_keys[ET_MAX_PROCS];
 static unsigned cq_data_seen;
 static uint64_t cq_data_last;
 
@@ -42,7 +42,7 @@ static ssize_t wait_ctx(void *ctx, struct fi_cq_err_entry *err)
 	for (;;) {
 		struct fi_cq_tagged_entry c;
 		struct fi_cq_err_entry e;
-		ssize_t r = st_read(E.txcq, &c, NULL, &e, NULL, TMO);
+		ssize_t r = et_read(E.txcq, &c, NULL, &e, NULL, TMO);
 
 		if (r == -FI_EAVAIL) {
 			if (err)
@@ -98,7 +98,7 @@ static void rma_sizes(char *src, char *back)
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		size_t len = sizes[i], off = len == BIG ? 0 : len & 63;
 
-		st_fill(src, len, len);
+		et_fill(src, len, len);
 		if (writes % 2)
 			CHECK_INT(fi_writedata(E.ep, src, len, NULL, len, peer,
 			                       k->buf + off, k->buf_key, &ctx),
@@ -114,9 +114,9 @@ static void rma_sizes(char *src, char *back)
 		    fi_read(E.ep, back, len, NULL, peer, k->buf + off, k->buf_key, &ctx),
 		    0);
 		CHECK_INT(wait_ctx(&ctx, NULL), 1);
-		if (st_verify(back, len, len) != (size_t)-1) {
+		if (et_verify(back, len, len) != (size_t)-1) {
 			fprintf(stderr, "%zu bytes: read back differs at %zu\n", len,
-			        st_verify(back, len, len));
+			        et_verify(back, len, len));
 			CHECK(0);
 		}
 	}
@@ -132,7 +132,7 @@ static void rma_sizes(char *src, char *back)
 			                  k->buf_key, &ctx),
 			          0);
 			CHECK_INT(wait_ctx(&ctx, NULL), 1);
-			CHECK(st_verify(fresh, 1 << 20, BIG) == (size_t)-1);
+			CHECK(et_verify(fresh, 1 << 20, BIG) == (size_t)-1);
 			free(fresh);
 		}
 	}
@@ -229,16 +229,16 @@ static void rejects(char *local)
 
 static int proc(int rank, int nprocs, void *arg)
 {
-	struct st_opts o = {.caps = FI_MSG | FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE |
+	struct et_opts o = {.caps = FI_MSG | FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE |
 	                            FI_REMOTE_READ | FI_REMOTE_WRITE,
 	                    .no_cma = arg != NULL};
 	char *buf = calloc(1, BIG), *src = calloc(1, BIG), *back = malloc(BIG);
 	uint64_t *ctr = calloc(1, 64);
 	struct fid_mr *mr_buf = NULL, *mr_ctr = NULL;
-	struct keys mine, all[ST_MAX_PROCS * ST_SLOT / sizeof(struct keys)];
+	struct keys mine, all[ET_MAX_PROCS * ET_SLOT / sizeof(struct keys)];
 
 	(void)nprocs;
-	if (!buf || !src || !back || !ctr || st_open(&E, &o))
+	if (!buf || !src || !back || !ctr || et_open(&E, &o))
 		return 2;
 	CHECK(E.info->caps & FI_RMA);
 	CHECK(E.info->caps & FI_ATOMIC);
@@ -254,9 +254,9 @@ static int proc(int rank, int nprocs, void *arg)
 	mine.buf_key = fi_mr_key(mr_buf);
 	mine.ctr = (uintptr_t)ctr;
 	mine.ctr_key = fi_mr_key(mr_ctr);
-	CHECK_INT(st_allgather(&mine, sizeof(mine), all), 0);
+	CHECK_INT(et_allgather(&mine, sizeof(mine), all), 0);
 	for (int r = 0; r < 2; r++)
-		memcpy(&peer_keys[r], (char *)all + r * ST_SLOT, sizeof(mine));
+		memcpy(&peer_keys[r], (char *)all + r * ET_SLOT, sizeof(mine));
 
 	if (rank == 0) {
 		rma_sizes(src, back);
@@ -279,7 +279,7 @@ static int proc(int rank, int nprocs, void *arg)
 
 	CHECK_INT(fi_close(&mr_buf->fid), 0);
 	CHECK_INT(fi_close(&mr_ctr->fid), 0);
-	CHECK_INT(st_close(&E), 0);
+	CHECK_INT(et_close(&E), 0);
 	free(buf);
 	free(src);
 	free(back);
@@ -289,8 +289,8 @@ static int proc(int rank, int nprocs, void *arg)
 
 int main(void)
 {
-	int bad = st_run("rma", 2, 120, proc, NULL, 0);
+	int bad = et_run("rma", 2, 120, proc, NULL, 0);
 
-	bad |= st_run("rma (no CMA)", 2, 120, proc, "no-cma", 0);
+	bad |= et_run("rma (no CMA)", 2, 120, proc, "no-cma", 0);
 	return bad;
 }

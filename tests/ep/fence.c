@@ -1,4 +1,4 @@
-/* fence.c - FI_FENCE on the shm provider across two processes: a read
+/* fence.c - FI_FENCE on the provider under test across two processes: a read
  * fenced behind a large write of the same bytes returns what the write
  * put there, and a message fenced behind a large write reaches the target
  * only once the written data is in place (the target checks it when the
@@ -10,7 +10,7 @@
 #include <rdma/fi_rma.h>
 
 #include "check.h"
-#include "shmtest.h"
+#include "eptest.h"
 
 #define SZ     ((size_t)1 << 20)
 #define ROUNDS 20
@@ -18,16 +18,16 @@
 
 struct keys { /* one all-gather slot */
 	uint64_t addr, key;
-	char pad[ST_SLOT - 16];
+	char pad[ET_SLOT - 16];
 };
 
-static struct st_ep E;
+static struct et_ep E;
 
 static ssize_t next_tx(void **ctx)
 {
 	struct fi_cq_tagged_entry c;
 	struct fi_cq_err_entry err;
-	ssize_t r = st_read(E.txcq, &c, NULL, &err, NULL, TMO);
+	ssize_t r = et_read(E.txcq, &c, NULL, &err, NULL, TMO);
 
 	if (r != 1) {
 		fprintf(stderr, "rank %d: completion: %zd (err %d)\n", E.rank, r,
@@ -62,7 +62,7 @@ static void initiator(const struct keys *k, char *src, char *back)
 		int seen_w = 0;
 
 		/* write, then a fenced read of the same bytes */
-		st_fill(src, SZ, 1000 + (uint64_t)round);
+		et_fill(src, SZ, 1000 + (uint64_t)round);
 		memset(back, 0, SZ);
 		CHECK_INT(
 		    fi_write(E.ep, src, SZ, NULL, E.addr[1], k->addr, k->key, &wctx), 0);
@@ -77,10 +77,10 @@ static void initiator(const struct keys *k, char *src, char *back)
 			else /* the fenced read completes after the write */
 				CHECK(ctx == &rctx && seen_w);
 		}
-		CHECK_INT(st_verify(back, SZ, 1000 + (uint64_t)round), (size_t)-1);
+		CHECK_INT(et_verify(back, SZ, 1000 + (uint64_t)round), (size_t)-1);
 
 		/* write, then a fenced message saying so */
-		st_fill(src, SZ, 5000 + (uint64_t)round);
+		et_fill(src, SZ, 5000 + (uint64_t)round);
 		CHECK_INT(
 		    fi_write(E.ep, src, SZ, NULL, E.addr[1], k->addr, k->key, &wctx), 0);
 		CHECK_INT(fi_recv(E.ep, &ack, sizeof(ack), NULL, E.addr[1], &actx), 0);
@@ -103,31 +103,31 @@ static void target(char *buf)
 		int rctx;
 
 		CHECK_INT(fi_recv(E.ep, &note, sizeof(note), NULL, E.addr[0], &rctx), 0);
-		if (st_read(E.rxcq, &c, NULL, NULL, NULL, TMO) != 1) {
+		if (et_read(E.rxcq, &c, NULL, NULL, NULL, TMO) != 1) {
 			CHECK(0);
 			return;
 		}
 		CHECK_INT(note, (uint64_t)round);
 		/* The write fenced before the message is complete. */
-		if (st_verify(buf, SZ, 5000 + (uint64_t)round) != (size_t)-1)
+		if (et_verify(buf, SZ, 5000 + (uint64_t)round) != (size_t)-1)
 			fprintf(stderr, "round %d: the fenced write is not in place\n",
 			        round);
-		CHECK_INT(st_verify(buf, SZ, 5000 + (uint64_t)round), (size_t)-1);
+		CHECK_INT(et_verify(buf, SZ, 5000 + (uint64_t)round), (size_t)-1);
 		/* Checked: the initiator may write the next round. */
 		while (fi_inject(E.ep, &note, sizeof(note), E.addr[0]) == -FI_EAGAIN)
-			st_progress(&E);
+			et_progress(&E);
 	}
 }
 
 static int proc(int rank, int nprocs, void *arg)
 {
-	struct st_opts o = {.caps = FI_MSG | FI_RMA | FI_FENCE};
-	struct keys mine = {0}, all[ST_MAX_PROCS];
+	struct et_opts o = {.caps = FI_MSG | FI_RMA | FI_FENCE};
+	struct keys mine = {0}, all[ET_MAX_PROCS];
 	struct fid_mr *mr = NULL;
 	char *a = calloc(1, SZ), *b = calloc(1, SZ);
 
 	(void)nprocs, (void)arg;
-	if (!a || !b || st_open(&E, &o))
+	if (!a || !b || et_open(&E, &o))
 		return 2;
 	CHECK(E.info->caps & FI_FENCE);
 	if (rank == 1) {
@@ -137,16 +137,16 @@ static int proc(int rank, int nprocs, void *arg)
 		mine.addr = (uintptr_t)a;
 		mine.key = fi_mr_key(mr);
 	}
-	if (st_allgather(&mine, sizeof(mine), all))
+	if (et_allgather(&mine, sizeof(mine), all))
 		return 2;
 	if (rank == 0)
 		initiator(&all[1], a, b);
 	else
 		target(a);
-	st_barrier();
+	et_barrier();
 	if (mr)
 		CHECK_INT(fi_close(&mr->fid), 0);
-	CHECK_INT(st_close(&E), 0);
+	CHECK_INT(et_close(&E), 0);
 	free(a);
 	free(b);
 	return check_done();
@@ -154,9 +154,9 @@ static int proc(int rank, int nprocs, void *arg)
 
 int main(void)
 {
-	int bad = st_run("fence", 2, 120, proc, NULL, 0);
+	int bad = et_run("fence", 2, 120, proc, NULL, 0);
 
 	setenv("FI_SHM_DISABLE_CMA", "1", 1);
-	bad |= st_run("fence (no CMA)", 2, 120, proc, NULL, 0);
+	bad |= et_run("fence (no CMA)", 2, 120, proc, NULL, 0);
 	return bad;
 }

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "shmtest.h"
+#include "eptest.h"
 
 #define TMO    10000
 #define RECVER 0
@@ -38,7 +38,7 @@ static struct sizes small_sizes(void)
 {
 	if (only_eager_size)
 		return (struct sizes){eager_tcp, 1};
-	if (!strcmp(st_prov(), "tcp"))
+	if (!strcmp(et_prov(), "tcp"))
 		return (struct sizes){small_tcp, sizeof(small_tcp) / sizeof(small_tcp[0])};
 	return (struct sizes){small_shm, sizeof(small_shm) / sizeof(small_shm[0])};
 }
@@ -51,7 +51,7 @@ static uint64_t seed_of(size_t set, size_t s, int i)
 /* Sends one at a time (the buffer is refilled for the next), each
  * waited for; stops at the first that does not complete (one that needs
  * the receiver, which is not looking).  Returns how many completed. */
-static int send_set(struct st_ep *e, char *buf, struct sizes z)
+static int send_set(struct et_ep *e, char *buf, struct sizes z)
 {
 	struct fi_cq_tagged_entry c;
 	int done = 0;
@@ -61,17 +61,17 @@ static int send_set(struct st_ep *e, char *buf, struct sizes z)
 			uint64_t seed = seed_of(0, s, i);
 			ssize_t r;
 
-			st_fill(buf, z.v[s], seed);
+			et_fill(buf, z.v[s], seed);
 			do {
 				r = i % 2 ? fi_tsend(e->ep, buf, z.v[s], NULL, e->addr[RECVER],
 				                     seed, NULL)
 				          : fi_send(e->ep, buf, z.v[s], NULL, e->addr[RECVER],
 				                    NULL);
 				if (r == -FI_EAGAIN)
-					st_progress(e);
+					et_progress(e);
 			} while (r == -FI_EAGAIN);
 			CHECK_INT(r, 0);
-			if (r || st_read(e->txcq, &c, NULL, NULL, NULL, 2000) != 1)
+			if (r || et_read(e->txcq, &c, NULL, NULL, NULL, 2000) != 1)
 				return done;
 			done++;
 		}
@@ -80,7 +80,7 @@ static int send_set(struct st_ep *e, char *buf, struct sizes z)
 }
 
 /* The first n messages of z, whole, in order, from the sender. */
-static void recv_set(struct st_ep *e, char *buf, struct sizes z, int n)
+static void recv_set(struct et_ep *e, char *buf, struct sizes z, int n)
 {
 	struct fi_cq_tagged_entry c;
 	fi_addr_t src;
@@ -100,14 +100,14 @@ static void recv_set(struct st_ep *e, char *buf, struct sizes z, int n)
 				          0);
 			else
 				CHECK_INT(fi_recv(e->ep, buf, z.v[s], NULL, from, NULL), 0);
-			if (st_read(e->rxcq, &c, &src, NULL, NULL, TMO) != 1) {
+			if (et_read(e->rxcq, &c, &src, NULL, NULL, TMO) != 1) {
 				fprintf(stderr, "completed send %d (%zu B) lost\n", k, z.v[s]);
 				CHECK(0);
 				return;
 			}
 			CHECK_INT(c.len, z.v[s]);
 			CHECK_INT(src, e->addr[SENDER]);
-			bad = st_verify(buf, z.v[s], seed);
+			bad = et_verify(buf, z.v[s], seed);
 			if (bad != (size_t)-1) {
 				fprintf(stderr, "message %d (%zu B) differs at %zu\n", k, z.v[s],
 				        bad);
@@ -122,13 +122,13 @@ static void recv_set(struct st_ep *e, char *buf, struct sizes z, int n)
  * progress), so it progresses meanwhile, with no receive posted: the
  * messages wait as unexpected ones.  On shm it does nothing: the sender's
  * packets wait in the receiver's region, from a sender it never met. */
-static void wait_gone(struct st_ep *e, pid_t pid)
+static void wait_gone(struct et_ep *e, pid_t pid)
 {
-	bool progress = !strcmp(st_prov(), "tcp");
+	bool progress = !strcmp(et_prov(), "tcp");
 
 	for (int i = 0; i < 1000 && kill(pid, 0) == 0; i++) {
 		if (progress)
-			st_progress(e);
+			et_progress(e);
 		char path[64], st[512];
 		const char *p;
 		FILE *f;
@@ -148,27 +148,27 @@ static void wait_gone(struct st_ep *e, pid_t pid)
 
 static int proc(int rank, int nprocs, void *arg)
 {
-	struct st_opts o = {.cntrs = true};
-	struct st_ep e;
+	struct et_opts o = {.cntrs = true};
+	struct et_ep e;
 	char *buf = malloc(64 << 10);
-	int all[ST_MAX_PROCS * ST_SLOT / sizeof(int)], done = 0;
+	int all[ET_MAX_PROCS * ET_SLOT / sizeof(int)], done = 0;
 
 	(void)nprocs, (void)arg;
-	if (!buf || st_open(&e, &o))
+	if (!buf || et_open(&e, &o))
 		return 2;
 	/* No packet has passed between the two before the sender is gone. */
 	if (rank == SENDER) {
 		done = send_set(&e, buf, small_sizes());
-		st_allgather(&done, sizeof(done), all);
-		CHECK_INT(st_close(&e), 0);
+		et_allgather(&done, sizeof(done), all);
+		CHECK_INT(et_close(&e), 0);
 		free(buf);
 		return check_done(); /* and the process exits */
 	}
-	if (!strcmp(st_prov(), "tcp")) /* the connection, accepted (above) */
+	if (!strcmp(et_prov(), "tcp")) /* the connection, accepted (above) */
 		for (int i = 0; i < 200; i++, usleep(1000))
-			st_progress(&e);
-	st_allgather(&done, sizeof(done), all);
-	done = all[SENDER * ST_SLOT / sizeof(int)];
+			et_progress(&e);
+	et_allgather(&done, sizeof(done), all);
+	done = all[SENDER * ET_SLOT / sizeof(int)];
 	/* Most complete at once; how many is the link's business. */
 	if (done < (only_eager_size ? NMSG : NMSG * 5))
 		fprintf(stderr, "only %d sends completed\n", done);
@@ -176,17 +176,17 @@ static int proc(int rank, int nprocs, void *arg)
 	wait_gone(&e, e.pid[SENDER]);
 	recv_set(&e, buf, small_sizes(), done);
 	CHECK_INT(fi_cntr_read(e.rcntr), done); /* the receive counter counts them */
-	CHECK_INT(st_close(&e), 0);
+	CHECK_INT(et_close(&e), 0);
 	free(buf);
 	return check_done();
 }
 
 int main(void)
 {
-	int ret = st_run("sender_exits", 2, 120, proc, NULL, 0);
+	int ret = et_run("sender_exits", 2, 120, proc, NULL, 0);
 
-	if (strcmp(st_prov(), "tcp"))
+	if (strcmp(et_prov(), "tcp"))
 		return ret;
 	only_eager_size = true;
-	return st_run("sender_exits (64 KiB)", 2, 120, proc, NULL, 0) || ret;
+	return et_run("sender_exits (64 KiB)", 2, 120, proc, NULL, 0) || ret;
 }

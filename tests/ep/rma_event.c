@@ -1,10 +1,10 @@
-/* rma_event.c - FI_RMA_EVENT on the shm provider across two processes:
- * the target's remote-read and remote-write counters count exactly the
- * RMA and atomic operations that reached it (man fi_endpoint: reads,
- * fetching and compare atomics are remote reads; writes and base atomics
- * remote writes), a counter bound to one region with fi_mr_bind counts
- * only the writes into that region, and an endpoint created without
- * FI_RMA_EVENT refuses remote counters. */
+/* rma_event.c - FI_RMA_EVENT on the provider under test across two
+ * processes: the target's remote-read and remote-write counters count
+ * exactly the RMA and atomic operations that reached it (man fi_endpoint:
+ * reads, fetching and compare atomics are remote reads; writes and base
+ * atomics remote writes), a counter bound to one region with fi_mr_bind
+ * counts only the writes into that region, and an endpoint created
+ * without FI_RMA_EVENT refuses remote counters. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,7 +12,7 @@
 #include <rdma/fi_rma.h>
 
 #include "check.h"
-#include "shmtest.h"
+#include "eptest.h"
 
 #define SZ     ((size_t)1 << 20)
 #define TMO    20000
@@ -26,17 +26,17 @@
 struct keys {              /* one all-gather slot */
 	uint64_t a, a_key; /* region with its own counter (FI_REMOTE_WRITE) */
 	uint64_t b, b_key; /* region without */
-	char pad[ST_SLOT - 32];
+	char pad[ET_SLOT - 32];
 };
 
-static struct st_ep E;
+static struct et_ep E;
 
 static void wait_tx(int n)
 {
 	for (int i = 0; i < n; i++) {
 		struct fi_cq_tagged_entry c;
 		struct fi_cq_err_entry err;
-		ssize_t r = st_read(E.txcq, &c, NULL, &err, NULL, TMO);
+		ssize_t r = et_read(E.txcq, &c, NULL, &err, NULL, TMO);
 
 		if (r != 1) {
 			fprintf(stderr, "initiator: completion %d: %zd (err %d)\n", i, r,
@@ -85,9 +85,9 @@ static void initiator(const struct keys *k, char *buf)
 
 static int reach(struct fid_cntr *c, uint64_t want)
 {
-	uint64_t end = st_now_us() + TMO * 1000ull;
+	uint64_t end = et_now_us() + TMO * 1000ull;
 
-	while (fi_cntr_read(c) < want && st_now_us() < end)
+	while (fi_cntr_read(c) < want && et_now_us() < end)
 		;
 	return fi_cntr_read(c) == want;
 }
@@ -99,10 +99,13 @@ static void no_event_refused(void)
 	struct fid_cntr *c = NULL;
 	struct fid_ep *ep = NULL;
 
-	hints->fabric_attr->prov_name = strdup(st_prov());
+	hints->fabric_attr->prov_name = strdup(et_prov());
 	hints->ep_attr->type = FI_EP_RDM;
-	hints->addr_format = FI_ADDR_STR;
+	/* The domain's name and its fabric's: over IPv6 the interface's
+	 * name alone names the IPv4 domain too. */
 	hints->domain_attr->name = strdup(E.info->domain_attr->name);
+	hints->fabric_attr->name = strdup(E.info->fabric_attr->name);
+	hints->addr_format = E.info->addr_format;
 	hints->caps = FI_MSG | FI_RMA;
 	CHECK_INT(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info), 0);
 	fi_freeinfo(hints);
@@ -114,8 +117,14 @@ static void no_event_refused(void)
 	info->rx_attr->caps &= ~FI_RMA_EVENT;
 	CHECK_INT(fi_endpoint(E.domain, info, &ep, NULL), 0);
 	CHECK_INT(fi_cntr_open(E.domain, &ca, &c, NULL), 0);
-	if (!ep || !c)
+	if (!ep || !c) {
+		if (ep)
+			fi_close(&ep->fid);
+		if (c)
+			fi_close(&c->fid);
+		fi_freeinfo(info);
 		return;
+	}
 	CHECK_INT(fi_ep_bind(ep, &c->fid, FI_REMOTE_WRITE), -FI_EINVAL);
 	CHECK_INT(fi_ep_bind(ep, &c->fid, FI_REMOTE_READ), -FI_EINVAL);
 	CHECK_INT(fi_ep_bind(ep, &c->fid, FI_WRITE), 0);
@@ -126,16 +135,16 @@ static void no_event_refused(void)
 
 static int proc(int rank, int nprocs, void *arg)
 {
-	struct st_opts o = {.caps = FI_MSG | FI_RMA | FI_ATOMIC | FI_RMA_EVENT,
+	struct et_opts o = {.caps = FI_MSG | FI_RMA | FI_ATOMIC | FI_RMA_EVENT,
 	                    .remote_cntrs = true};
 	struct fi_cntr_attr ca = {.events = FI_CNTR_EVENTS_COMP};
-	struct keys mine = {0}, all[ST_MAX_PROCS];
+	struct keys mine = {0}, all[ET_MAX_PROCS];
 	struct fid_mr *mr_a = NULL, *mr_b = NULL;
 	struct fid_cntr *mr_cntr = NULL;
 	char *a = calloc(1, SZ), *b = calloc(1, SZ);
 
 	(void)nprocs, (void)arg;
-	if (!a || !b || st_open(&E, &o))
+	if (!a || !b || et_open(&E, &o))
 		return 2;
 	CHECK(E.info->caps & FI_RMA_EVENT);
 	if (rank == 1) {
@@ -153,7 +162,7 @@ static int proc(int rank, int nprocs, void *arg)
 		mine.b = (uintptr_t)b;
 		mine.b_key = fi_mr_key(mr_b);
 	}
-	if (st_allgather(&mine, sizeof(mine), all))
+	if (et_allgather(&mine, sizeof(mine), all))
 		return 2;
 	if (rank == 0) {
 		initiator(&all[1], a);
@@ -169,7 +178,7 @@ static int proc(int rank, int nprocs, void *arg)
 		CHECK_INT(fi_cntr_readerr(E.rwcntr), 0);
 		CHECK_INT(fi_cntr_readerr(E.rrcntr), 0);
 	}
-	st_barrier();
+	et_barrier();
 	if (rank == 1) {
 		/* Nothing more arrives: the counts are exact, not lower bounds. */
 		CHECK_INT(fi_cntr_read(E.rwcntr), NWRITE + NATOM + NOTHER);
@@ -179,8 +188,8 @@ static int proc(int rank, int nprocs, void *arg)
 		CHECK_INT(fi_close(&mr_b->fid), 0);
 		CHECK_INT(fi_close(&mr_cntr->fid), 0);
 	}
-	st_barrier();
-	CHECK_INT(st_close(&E), 0);
+	et_barrier();
+	CHECK_INT(et_close(&E), 0);
 	free(a);
 	free(b);
 	return check_done();
@@ -188,9 +197,9 @@ static int proc(int rank, int nprocs, void *arg)
 
 int main(void)
 {
-	int bad = st_run("rma_event", 2, 120, proc, NULL, 0);
+	int bad = et_run("rma_event", 2, 120, proc, NULL, 0);
 
 	setenv("FI_SHM_DISABLE_CMA", "1", 1);
-	bad |= st_run("rma_event (no CMA)", 2, 120, proc, NULL, 0);
+	bad |= et_run("rma_event (no CMA)", 2, 120, proc, NULL, 0);
 	return bad;
 }

@@ -1,6 +1,6 @@
-/* msg.c - messages between two processes on the shm provider: every size
- * from 0 B to 16 MiB with content checks (receive posted first and
- * unexpected), sendv/recvv, remote CQ data, inject, FI_SOURCE addresses,
+/* msg.c - messages between two processes on the provider under test:
+ * every size from 0 B to 16 MiB with content checks (receive posted first
+ * and unexpected), sendv/recvv, remote CQ data, inject, FI_SOURCE addresses,
  * selective completion and send/receive counters, and FI_INJECT as the
  * endpoint's default transmit flag. */
 #include <stdlib.h>
@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "shmtest.h"
+#include "eptest.h"
 #include "v1_names.h"
 
 #define SENDER   1 /* rank 1 sends, so a correct FI_SOURCE address is 1, not 0 */
@@ -16,7 +16,7 @@
 #define TMO      20000
 #define MAX_SIZE ((size_t)16 << 20)
 
-static struct st_ep E;
+static struct et_ep E;
 
 /* Wait for our own transmit completion of context ctx. */
 static void tx_wait(void *ctx)
@@ -24,7 +24,7 @@ static void tx_wait(void *ctx)
 	struct fi_cq_tagged_entry c;
 	struct fi_cq_err_entry err;
 
-	CHECK_INT(st_read(E.txcq, &c, NULL, &err, NULL, TMO), 1);
+	CHECK_INT(et_read(E.txcq, &c, NULL, &err, NULL, TMO), 1);
 	CHECK(c.op_context == ctx);
 	CHECK(c.flags & FI_SEND);
 }
@@ -38,7 +38,7 @@ static void rx_check(void *ctx, void *buf, size_t len, uint64_t seed, uint64_t f
 	fi_addr_t src = 12345;
 	size_t bad;
 
-	if (st_read(E.rxcq, &c, &src, &err, NULL, TMO) != 1) {
+	if (et_read(E.rxcq, &c, &src, &err, NULL, TMO) != 1) {
 		fprintf(stderr, "len %zu: no completion (err %d)\n", len, err.err);
 		CHECK(0);
 		return;
@@ -49,7 +49,7 @@ static void rx_check(void *ctx, void *buf, size_t len, uint64_t seed, uint64_t f
 	if (flags & FI_REMOTE_CQ_DATA)
 		CHECK_HEX(c.data, data);
 	CHECK_INT(src, E.addr[SENDER]);
-	bad = st_verify(buf, len, seed);
+	bad = et_verify(buf, len, seed);
 	if (bad != (size_t)-1) {
 		fprintf(stderr, "len %zu: content differs at byte %zu\n", len, bad);
 		CHECK(0);
@@ -78,24 +78,24 @@ static void sizes(char *buf)
 			int ctx;
 
 			if (E.rank == SENDER) {
-				st_fill(buf, len, seed);
+				et_fill(buf, len, seed);
 				if (!unexp)
-					st_barrier(); /* receive posted */
+					et_barrier(); /* receive posted */
 				CHECK_INT(
 				    fi_send(E.ep, buf, len, NULL, E.addr[RECEIVER], &ctx),
 				    0);
 				if (unexp)
-					st_barrier(); /* send issued */
+					et_barrier(); /* send issued */
 				tx_wait(&ctx);
 			} else {
 				memset(buf, 0xee, len);
 				if (unexp)
-					st_barrier();
+					et_barrier();
 				CHECK_INT(fi_recv(E.ep, buf, MAX_SIZE, NULL,
 				                  FI_ADDR_UNSPEC, &ctx),
 				          0);
 				if (!unexp)
-					st_barrier();
+					et_barrier();
 				rx_check(&ctx, buf, len, seed, FI_RECV | FI_MSG, 0);
 			}
 		}
@@ -121,7 +121,7 @@ static void vectors(char *buf)
 			size_t off = 0;
 
 			cut[3] = total - cut[0] - cut[1] - cut[2];
-			st_fill(buf, total, seed);
+			et_fill(buf, total, seed);
 			for (int i = 0; i < 4; i++) {
 				/* Scattered around the buffer, not contiguous. */
 				char *piece = buf + MAX_SIZE / 2 + off + (size_t)i * 64;
@@ -131,7 +131,7 @@ static void vectors(char *buf)
 				iov[i].iov_len = cut[i];
 				off += cut[i];
 			}
-			st_barrier();
+			et_barrier();
 			CHECK_INT(fi_sendv(E.ep, iov, NULL, 4, E.addr[RECEIVER], &ctx),
 			          0);
 			tx_wait(&ctx);
@@ -149,13 +149,13 @@ static void vectors(char *buf)
 				off += cut[i];
 			}
 			CHECK_INT(fi_recvv(E.ep, iov, NULL, 3, FI_ADDR_UNSPEC, &ctx), 0);
-			st_barrier();
+			et_barrier();
 			/* rx_check verifies buf: gather the pieces there first. */
 			{
 				struct fi_cq_tagged_entry c;
 				fi_addr_t src;
 
-				CHECK_INT(st_read(E.rxcq, &c, &src, NULL, NULL, TMO), 1);
+				CHECK_INT(et_read(E.rxcq, &c, &src, NULL, NULL, TMO), 1);
 				CHECK(c.op_context == &ctx);
 				CHECK_INT(c.len, total);
 				CHECK_INT(src, E.addr[SENDER]);
@@ -164,7 +164,7 @@ static void vectors(char *buf)
 					memcpy(buf + off, iov[i].iov_base, cut[i]);
 					off += cut[i];
 				}
-				CHECK_INT(st_verify(buf, total, seed), (size_t)-1);
+				CHECK_INT(et_verify(buf, total, seed), (size_t)-1);
 			}
 		}
 	}
@@ -181,7 +181,7 @@ static void empty_iov(void)
 	int ctx;
 
 	if (E.rank == SENDER) {
-		st_barrier();
+		et_barrier();
 		msg.addr = E.addr[RECEIVER];
 		msg.context = &ctx;
 		CHECK_INT(fi_sendmsg(E.ep, &msg, 0), 0);
@@ -201,11 +201,11 @@ static void empty_iov(void)
 		msg.context = &ctx;
 		CHECK_INT(fi_recvmsg(E.ep, &msg, 0), 0);
 		CHECK_INT(fi_trecvmsg(E.ep, &t, 0), 0);
-		st_barrier();
+		et_barrier();
 		rx_check(&ctx, NULL, 0, 0, FI_RECV | FI_MSG, 0);
 		rx_check(&ctx, NULL, 0, 0, FI_RECV | FI_TAGGED, 0);
 	}
-	st_barrier();
+	et_barrier();
 }
 
 static void cq_data(char *buf)
@@ -222,8 +222,8 @@ static void cq_data(char *buf)
 		int ctx;
 
 		if (E.rank == SENDER) {
-			st_fill(buf, len, seed);
-			st_barrier();
+			et_fill(buf, len, seed);
+			et_barrier();
 			CHECK_INT(tagged ? fi_tsenddata(E.ep, buf, len, NULL, data,
 			                                E.addr[RECEIVER], 0x77, &ctx)
 			                 : fi_senddata(E.ep, buf, len, NULL, data,
@@ -237,7 +237,7 @@ static void cq_data(char *buf)
 			                      0, &ctx)
 			           : fi_recv(E.ep, buf, len, NULL, FI_ADDR_UNSPEC, &ctx),
 			    0);
-			st_barrier();
+			et_barrier();
 			rx_check(&ctx, buf, len, seed,
 			         FI_RECV | FI_REMOTE_CQ_DATA |
 			             (tagged ? FI_TAGGED : FI_MSG),
@@ -262,7 +262,7 @@ static void inject(char *buf)
 
 		CHECK_INT(fi_inject(E.ep, buf, max + 1, E.addr[RECEIVER]), -FI_EMSGSIZE);
 		for (size_t i = 0; i < N; i++) {
-			st_fill(buf, lens[i], 500 + i);
+			et_fill(buf, lens[i], 500 + i);
 			CHECK_INT(
 			    i & 1 ? fi_tinject(E.ep, buf, lens[i], E.addr[RECEIVER], 0x99)
 			          : fi_inject(E.ep, buf, lens[i], E.addr[RECEIVER]),
@@ -270,12 +270,12 @@ static void inject(char *buf)
 			memset(buf, 0xaa, lens[i]); /* ours again at once */
 		}
 		for (int i = 0; i < 50; i++)
-			st_progress(&E);
+			et_progress(&E);
 		CHECK_INT(fi_cq_read(E.txcq, &c, 1),
 		          -FI_EAGAIN); /* no entries for inject */
-		st_barrier();
+		et_barrier();
 	} else {
-		st_barrier();
+		et_barrier();
 		for (size_t i = 0; i < N; i++) {
 			char *b = buf + i * (max + 64);
 
@@ -289,11 +289,11 @@ static void inject(char *buf)
 			struct fi_cq_tagged_entry c;
 			fi_addr_t src;
 
-			CHECK_INT(st_read(E.rxcq, &c, &src, NULL, NULL, TMO), 1);
+			CHECK_INT(et_read(E.rxcq, &c, &src, NULL, NULL, TMO), 1);
 			CHECK(c.op_context == &ctx[i]);
 			CHECK_INT(c.len, lens[i]);
 			CHECK_INT(src, E.addr[SENDER]);
-			CHECK_INT(st_verify(buf + i * (max + 64), lens[i], 500 + i),
+			CHECK_INT(et_verify(buf + i * (max + 64), lens[i], 500 + i),
 			          (size_t)-1);
 		}
 	}
@@ -307,11 +307,11 @@ static void unknown_source(char *buf)
 	int ctx;
 
 	if (E.rank == SENDER) {
-		st_barrier(); /* the receiver forgot us */
-		st_fill(buf, 10, 42);
+		et_barrier(); /* the receiver forgot us */
+		et_fill(buf, 10, 42);
 		CHECK_INT(fi_send(E.ep, buf, 10, NULL, E.addr[RECEIVER], &ctx), 0);
 		tx_wait(&ctx);
-		st_barrier();
+		et_barrier();
 	} else {
 		struct fi_cq_tagged_entry c;
 		fi_addr_t src = 0;
@@ -319,12 +319,12 @@ static void unknown_source(char *buf)
 
 		CHECK_INT(fi_av_remove(E.av, &gone, 1, 0), 0);
 		CHECK_INT(fi_recv(E.ep, buf, 64, NULL, FI_ADDR_UNSPEC, &ctx), 0);
-		st_barrier();
-		CHECK_INT(st_read(E.rxcq, &c, &src, NULL, NULL, TMO), 1);
+		et_barrier();
+		CHECK_INT(et_read(E.rxcq, &c, &src, NULL, NULL, TMO), 1);
 		CHECK_INT(c.len, 10);
 		CHECK_HEX(src, FI_ADDR_NOTAVAIL);
-		CHECK_INT(st_verify(buf, 10, 42), (size_t)-1);
-		st_barrier();
+		CHECK_INT(et_verify(buf, 10, 42), (size_t)-1);
+		et_barrier();
 	}
 }
 
@@ -333,9 +333,9 @@ static void unknown_source(char *buf)
 
 static bool cntr_reach(struct fid_cntr *c, uint64_t want)
 {
-	uint64_t end = st_now_us() + TMO * 1000ull;
+	uint64_t end = et_now_us() + TMO * 1000ull;
 
-	while (fi_cntr_read(c) < want && st_now_us() < end)
+	while (fi_cntr_read(c) < want && et_now_us() < end)
 		;
 	return fi_cntr_read(c) >= want;
 }
@@ -350,7 +350,7 @@ static void selective(char *buf)
 	if (E.rank == SENDER) {
 		struct fi_cq_tagged_entry c;
 
-		st_barrier();
+		et_barrier();
 		for (int i = 0; i < N; i++) {
 			struct iovec iov = {buf + i * 10000,
 			                    (size_t)(i % 3 ? 100 : 9000)};
@@ -359,7 +359,7 @@ static void selective(char *buf)
 			                   .addr = E.addr[RECEIVER],
 			                   .context = &ctx[i]};
 
-			st_fill(iov.iov_base, iov.iov_len, 300 + i);
+			et_fill(iov.iov_base, iov.iov_len, 300 + i);
 			CHECK_INT(fi_sendmsg(E.ep, &m, i % 2 ? 0 : FI_COMPLETION), 0);
 		}
 		CHECK(cntr_reach(E.scntr, N));
@@ -370,14 +370,14 @@ static void selective(char *buf)
 		for (int i = 0, seen = 0; i < N; i += 2) {
 			int k;
 
-			CHECK_INT(st_read(E.txcq, &c, NULL, NULL, NULL, TMO), 1);
+			CHECK_INT(et_read(E.txcq, &c, NULL, NULL, NULL, TMO), 1);
 			k = (int)((int *)c.op_context - ctx);
 			CHECK(k >= 0 && k < N && k % 2 == 0 && !(seen & 1 << k));
 			if (k >= 0 && k < N)
 				seen |= 1 << k;
 		}
 		CHECK_INT(fi_cq_read(E.txcq, &c, 1), -FI_EAGAIN);
-		st_barrier();
+		et_barrier();
 	} else {
 		struct fi_cq_tagged_entry c;
 
@@ -390,18 +390,18 @@ static void selective(char *buf)
 
 			CHECK_INT(fi_recvmsg(E.ep, &m, i % 2 ? 0 : FI_COMPLETION), 0);
 		}
-		st_barrier();
+		et_barrier();
 		CHECK(cntr_reach(E.rcntr, N));
 		CHECK_INT(fi_cntr_read(E.rcntr), N);
 		for (int i = 0; i < N; i++)
-			CHECK_INT(st_verify(buf + i * 10000, (size_t)(i % 3 ? 100 : 9000),
+			CHECK_INT(et_verify(buf + i * 10000, (size_t)(i % 3 ? 100 : 9000),
 			                    300 + i),
 			          (size_t)-1);
 		for (int i = 0, seen = 0; i < N; i += 2) {
 			fi_addr_t src;
 			int k;
 
-			CHECK_INT(st_read(E.rxcq, &c, &src, NULL, NULL, TMO), 1);
+			CHECK_INT(et_read(E.rxcq, &c, &src, NULL, NULL, TMO), 1);
 			k = (int)((int *)c.op_context - ctx);
 			CHECK(k >= 0 && k < N && k % 2 == 0 && !(seen & 1 << k));
 			if (k >= 0 && k < N)
@@ -410,7 +410,7 @@ static void selective(char *buf)
 			CHECK_INT(src, E.addr[SENDER]);
 		}
 		CHECK_INT(fi_cq_read(E.rxcq, &c, 1), -FI_EAGAIN);
-		st_barrier();
+		et_barrier();
 	}
 }
 
@@ -434,30 +434,30 @@ static void inject_default(char *buf)
 	if (!ctx || !seen || max < 64)
 		goto out;
 	if (E.rank == SENDER) {
-		st_barrier();
+		et_barrier();
 		CHECK_INT(fi_send(E.ep, buf, max + 1, NULL, E.addr[RECEIVER], &ctx[0]),
 		          -FI_EMSGSIZE);
 		for (size_t i = 0; i < n; i++) {
 			ssize_t ret;
 
-			st_fill(buf, max, 700 + i);
+			et_fill(buf, max, 700 + i);
 			do {
 				ret = i & 1 ? fi_tsend(E.ep, buf, max, NULL,
 				                       E.addr[RECEIVER], 0x77, &ctx[i])
 				            : fi_send(E.ep, buf, max, NULL,
 				                      E.addr[RECEIVER], &ctx[i]);
 				if (ret == -FI_EAGAIN)
-					st_progress(&E);
+					et_progress(&E);
 			} while (ret == -FI_EAGAIN);
 			CHECK_INT(ret, 0);
 			memset(buf, 0xaa, max); /* ours again at once */
 		}
-		st_barrier(); /* the receiver posts now */
+		et_barrier(); /* the receiver posts now */
 		for (size_t i = 0; i < n; i++) {
 			struct fi_cq_tagged_entry c;
 			size_t k;
 
-			if (st_read(E.txcq, &c, NULL, NULL, NULL, TMO) != 1) {
+			if (et_read(E.txcq, &c, NULL, NULL, NULL, TMO) != 1) {
 				fprintf(stderr,
 				        "inject default: %zu of %zu sends completed\n", i,
 				        n);
@@ -470,8 +470,8 @@ static void inject_default(char *buf)
 				seen[k] = 1;
 		}
 	} else {
-		st_barrier();
-		st_barrier();
+		et_barrier();
+		et_barrier();
 		for (size_t i = 0; i < n; i++)
 			CHECK_INT(i & 1 ? fi_trecv(E.ep, buf + i * max, max, NULL,
 			                           FI_ADDR_UNSPEC, 0x77, 0, &ctx[i])
@@ -482,7 +482,7 @@ static void inject_default(char *buf)
 			struct fi_cq_tagged_entry c;
 			size_t k;
 
-			if (st_read(E.rxcq, &c, NULL, NULL, NULL, TMO) != 1) {
+			if (et_read(E.rxcq, &c, NULL, NULL, NULL, TMO) != 1) {
 				fprintf(stderr, "inject default: %zu of %zu received\n",
 				        i, n);
 				CHECK(0);
@@ -494,7 +494,7 @@ static void inject_default(char *buf)
 				continue;
 			seen[k] = 1;
 			CHECK_INT(c.len, max);
-			if (st_verify(buf + k * max, max, 700 + k) != (size_t)-1) {
+			if (et_verify(buf + k * max, max, 700 + k) != (size_t)-1) {
 				fprintf(stderr, "inject default: message %zu differs\n",
 				        k);
 				CHECK(0);
@@ -508,12 +508,12 @@ out:
 
 static int proc(int rank, int nprocs, void *arg)
 {
-	struct st_opts sel = {.selective = true, .split_cq = true, .cntrs = true};
-	struct st_opts inj = {.tx_op_flags = FI_INJECT};
+	struct et_opts sel = {.selective = true, .split_cq = true, .cntrs = true};
+	struct et_opts inj = {.tx_op_flags = FI_INJECT};
 	char *buf = malloc(MAX_SIZE + (1 << 20));
 
 	(void)rank, (void)nprocs, (void)arg;
-	if (!buf || st_open(&E, NULL))
+	if (!buf || et_open(&E, NULL))
 		return 2;
 	sizes(buf);
 	vectors(buf);
@@ -521,26 +521,26 @@ static int proc(int rank, int nprocs, void *arg)
 	cq_data(buf);
 	inject(buf);
 	unknown_source(buf);
-	CHECK_INT(st_close(&E), 0);
+	CHECK_INT(et_close(&E), 0);
 
-	if (st_open(&E, &sel))
+	if (et_open(&E, &sel))
 		return 2;
 	selective(buf);
-	CHECK_INT(st_close(&E), 0);
+	CHECK_INT(et_close(&E), 0);
 
-	if (st_open(&E, &inj))
+	if (et_open(&E, &inj))
 		return 2;
 	inject_default(buf);
-	CHECK_INT(st_close(&E), 0);
+	CHECK_INT(et_close(&E), 0);
 	free(buf);
 	return check_done();
 }
 
 int main(void)
 {
-	int bad = st_run("msg", 2, 240, proc, NULL, 0);
+	int bad = et_run("msg", 2, 240, proc, NULL, 0);
 
 	setenv("FI_SHM_DISABLE_CMA", "1", 1); /* the children inherit it */
-	bad |= st_run("msg (no CMA)", 2, 240, proc, NULL, 0);
+	bad |= et_run("msg (no CMA)", 2, 240, proc, NULL, 0);
 	return bad;
 }

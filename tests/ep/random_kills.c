@@ -35,7 +35,7 @@
 #include <rdma/fi_rma.h>
 
 #include "check.h"
-#include "shmtest.h"
+#include "eptest.h"
 
 #define RECVER 0
 #define SENDER 1
@@ -52,7 +52,7 @@
 #define GRACE_MS     100   /* the sender dead: quiet this long means no more comes */
 #define SETTLE_MS    10000 /* a receive the death cut short fails within this */
 #define RUN_MS       30000 /* the receiver's bound on one run */
-#define RUN_S        60    /* st_run's, on the whole group */
+#define RUN_S        60    /* et_run's, on the whole group */
 
 enum kind { K_MSG, K_TAGGED, K_WRITE, K_WRITEDATA };
 
@@ -89,7 +89,7 @@ static struct record *rec;
 
 static bool is_tcp(void)
 {
-	return !strcmp(st_prov(), "tcp");
+	return !strcmp(et_prov(), "tcp");
 }
 
 /* splitmix64: one PRNG step. */
@@ -105,7 +105,7 @@ static uint64_t next_rand(uint64_t *x)
 static void make_stream(struct stream *s, uint64_t seed)
 {
 	const size_t *sizes;
-	size_t nsizes = st_edge_sizes(&sizes);
+	size_t nsizes = et_edge_sizes(&sizes);
 	uint64_t x = seed;
 
 	while (nsizes && sizes[nsizes - 1] > MAX_SIZE)
@@ -166,11 +166,11 @@ static void sender_bad(const char *what, int i, ssize_t r)
 }
 
 /* Read one completion and record it at once; 1, or 0 after a failure. */
-static int reap(struct st_ep *e, int timeout_ms)
+static int reap(struct et_ep *e, int timeout_ms)
 {
 	struct fi_cq_tagged_entry ent;
 	struct fi_cq_err_entry err;
-	ssize_t r = st_read(e->txcq, &ent, NULL, &err, NULL, timeout_ms);
+	ssize_t r = et_read(e->txcq, &ent, NULL, &err, NULL, timeout_ms);
 
 	if (r == 1) {
 		uintptr_t i = (uintptr_t)ent.op_context - 1;
@@ -189,7 +189,7 @@ static int reap(struct st_ep *e, int timeout_ms)
 	return 0;
 }
 
-static ssize_t post_op(struct st_ep *e, const struct stream *s, char *buf, int i)
+static ssize_t post_op(struct et_ep *e, const struct stream *s, char *buf, int i)
 {
 	const struct op *o = &s->op[i];
 	fi_addr_t to = e->addr[RECVER];
@@ -211,9 +211,9 @@ static ssize_t post_op(struct st_ep *e, const struct stream *s, char *buf, int i
 }
 
 /* Stream every op, inflight at a time, then wait to be killed. */
-static void sender(struct st_ep *e, const struct stream *s, char **buf)
+static void sender(struct et_ep *e, const struct stream *s, char **buf)
 {
-	uint64_t end = st_now_us() + SEND_MS * 1000ull;
+	uint64_t end = et_now_us() + SEND_MS * 1000ull;
 	int outstanding = 0;
 
 	for (int i = 0; i < s->nops; i++) {
@@ -224,7 +224,7 @@ static void sender(struct st_ep *e, const struct stream *s, char **buf)
 				goto wait;
 			outstanding--;
 		}
-		while ((r = post_op(e, s, buf[i], i)) == -FI_EAGAIN && st_now_us() < end)
+		while ((r = post_op(e, s, buf[i], i)) == -FI_EAGAIN && et_now_us() < end)
 			outstanding -= reap(e, 0);
 		if (r) {
 			sender_bad("post", i, r);
@@ -261,7 +261,7 @@ struct slot {
 };
 
 struct receiver {
-	struct st_ep *e;
+	struct et_ep *e;
 	const struct stream *s;
 	struct slot slot[MAX_OPS];
 	char *region;
@@ -373,8 +373,8 @@ static void stream_in(struct receiver *rv, uint64_t deadline)
 	bool killed = false;
 	int window = rv->s->window;
 
-	while (st_now_us() < deadline) {
-		uint64_t now = st_now_us();
+	while (et_now_us() < deadline) {
+		uint64_t now = et_now_us();
 
 		/* A sender gone wrong may never get there: kill it then. */
 		if (!kill_at &&
@@ -388,7 +388,7 @@ static void stream_in(struct receiver *rv, uint64_t deadline)
 		if (take_entry(rv)) {
 			quiet_since = now;
 		} else if (killed && now - quiet_since > GRACE_MS * 1000ull &&
-		           st_gone(pid)) {
+		           et_gone(pid)) {
 			if (rv->next == rv->s->nops)
 				return;
 			/* Whatever it sent before dying may wait unexpected. */
@@ -407,7 +407,7 @@ static void stream_in(struct receiver *rv, uint64_t deadline)
 /* Take back every receive still posted: each ends in one entry. */
 static void settle(struct receiver *rv)
 {
-	uint64_t end = st_now_us() + SETTLE_MS * 1000ull;
+	uint64_t end = et_now_us() + SETTLE_MS * 1000ull;
 
 	for (int i = 0; i < rv->s->nops; i++) {
 		struct slot *sl = &rv->slot[i];
@@ -420,7 +420,7 @@ static void settle(struct receiver *rv)
 		CHECK(r == 0 || r == -FI_ENOENT);
 		sl->cancelled = r == 0;
 	}
-	while (rv->open && st_now_us() < end)
+	while (rv->open && et_now_us() < end)
 		take_entry(rv);
 	for (int i = 0; i < rv->s->nops; i++)
 		if (rv->slot[i].state == POSTED) {
@@ -462,7 +462,7 @@ static int check_all(struct receiver *rv)
 			CHECK_INT(sl->len, o->size);
 		if (o->kind != K_WRITE)
 			CHECK_INT(sl->src, rv->e->addr[SENDER]);
-		bad = st_verify(b, o->size, content_of(s, i));
+		bad = et_verify(b, o->size, content_of(s, i));
 		if (bad != (size_t)-1) {
 			fprintf(stderr, "op %d (%s, %zu B, %s) differs at byte %zu\n", i,
 			        kind_name[o->kind], o->size,
@@ -477,23 +477,23 @@ static int check_all(struct receiver *rv)
  * the host; ours leave when we close. */
 static void check_regions(pid_t sender_pid)
 {
-	struct st_ep lone;
+	struct et_ep lone;
 
-	CHECK_INT(st_open_local(&lone, NULL), 0);
-	CHECK_INT(st_regions_of(sender_pid), 0);
-	CHECK_INT(st_close(&lone), 0);
-	CHECK_INT(st_regions_of(getpid()), 0);
+	CHECK_INT(et_open_local(&lone, NULL), 0);
+	CHECK_INT(et_regions_of(sender_pid), 0);
+	CHECK_INT(et_close(&lone), 0);
+	CHECK_INT(et_regions_of(getpid()), 0);
 }
 
 static void receiver(struct receiver *rv)
 {
 	const struct stream *s = rv->s;
-	uint64_t deadline = st_now_us() + RUN_MS * 1000ull;
+	uint64_t deadline = et_now_us() + RUN_MS * 1000ull;
 	int ndone, arrived = 0, cancelled = 0, failed = 0;
 
 	stream_in(rv, deadline);
 	settle(rv);
-	CHECK_INT(st_stray(rv->e, 20), 0);
+	CHECK_INT(et_stray(rv->e, 20), 0);
 	ndone = check_all(rv);
 	for (int i = 0; i < s->nops; i++) {
 		arrived += rv->slot[i].state == ARRIVED;
@@ -520,26 +520,26 @@ static void receiver(struct receiver *rv)
 static int proc(int rank, int nprocs, void *arg)
 {
 	const struct stream *s = arg;
-	struct st_opts o = {.caps = FI_MSG | FI_TAGGED | FI_SOURCE | FI_DIRECTED_RECV |
+	struct et_opts o = {.caps = FI_MSG | FI_TAGGED | FI_SOURCE | FI_DIRECTED_RECV |
 	                            FI_RMA | FI_WRITE | FI_REMOTE_WRITE,
 	                    .no_cma = s->no_cma};
 	static struct receiver rv;
 	struct fid_mr *mr = NULL;
 	char *buf[MAX_OPS] = {0};
-	struct st_ep e;
+	struct et_ep e;
 	pid_t sender_pid;
 
 	(void)nprocs;
-	if (st_open(&e, &o))
+	if (et_open(&e, &o))
 		return 2;
 	if (rank == SENDER) {
 		for (int i = 0; i < s->nops; i++) {
 			buf[i] = malloc(s->op[i].size);
 			if (!buf[i])
 				return 2;
-			st_fill(buf[i], s->op[i].size, content_of(s, i));
+			et_fill(buf[i], s->op[i].size, content_of(s, i));
 		}
-		CHECK_INT(st_barrier(), 0); /* the receiver is ready */
+		CHECK_INT(et_barrier(), 0); /* the receiver is ready */
 		sender(&e, s, buf);         /* never returns */
 		return 2;
 	}
@@ -561,11 +561,11 @@ static int proc(int rank, int nprocs, void *arg)
 		    !(rv.slot[i].buf = malloc(s->op[i].size + SLACK)))
 			return 2;
 	post_window(&rv, s->window); /* before the stream starts */
-	CHECK_INT(st_barrier(), 0);
+	CHECK_INT(et_barrier(), 0);
 	receiver(&rv);
 	sender_pid = e.pid[SENDER];
 	CHECK_INT(fi_close(&mr->fid), 0);
-	CHECK_INT(st_close(&e), 0);
+	CHECK_INT(et_close(&e), 0);
 	if (!is_tcp())
 		check_regions(sender_pid);
 	for (int i = 0; i < s->nops; i++)
@@ -584,16 +584,16 @@ static int run(uint64_t seed)
 	atomic_store(&rec->sender_bad, 0);
 	snprintf(what, sizeof(what),
 	         "random_kills %s seed %llu (%d ops, %d in flight, window %d%s)",
-	         st_prov(), (unsigned long long)seed, s.nops, s.inflight, s.window,
+	         et_prov(), (unsigned long long)seed, s.nops, s.inflight, s.window,
 	         is_tcp()   ? ""
 	         : s.no_cma ? ", no CMA"
 	                    : ", CMA");
-	return st_run(what, 2, RUN_S, proc, &s, 1u << SENDER);
+	return et_run(what, 2, RUN_S, proc, &s, 1u << SENDER);
 }
 
 int main(int argc, char **argv)
 {
-	uint64_t base = st_now_us() ^ ((uint64_t)getpid() << 32), t0 = st_now_us();
+	uint64_t base = et_now_us() ^ ((uint64_t)getpid() << 32), t0 = et_now_us();
 	int runs = RUNS, failed = 0, opt;
 
 	while ((opt = getopt(argc, argv, "s:n:")) != -1) {
@@ -611,7 +611,7 @@ int main(int argc, char **argv)
 	if (rec == MAP_FAILED)
 		return 2;
 	memset(rec, 0, sizeof(*rec));
-	fprintf(stderr, "random_kills on %s: %d runs, seeds %llu..%llu\n", st_prov(),
+	fprintf(stderr, "random_kills on %s: %d runs, seeds %llu..%llu\n", et_prov(),
 	        runs, (unsigned long long)base,
 	        (unsigned long long)(base + (uint64_t)runs - 1));
 	for (int i = 0; i < runs; i++) {
@@ -627,7 +627,7 @@ int main(int argc, char **argv)
 	fprintf(stderr,
 	        "%d runs in %.1f s, %d failed; killed before any completion %d, "
 	        "mid-stream %d, after all %d; with a receive cut short %d\n",
-	        runs, (st_now_us() - t0) / 1e6, failed, atomic_load(&rec->before_any),
+	        runs, (et_now_us() - t0) / 1e6, failed, atomic_load(&rec->before_any),
 	        atomic_load(&rec->mid_stream), atomic_load(&rec->after_all),
 	        atomic_load(&rec->cut_short));
 	munmap(rec, sizeof(*rec));

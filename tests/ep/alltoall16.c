@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "check.h"
-#include "shmtest.h"
+#include "eptest.h"
 
-#define NPROC    ST_MAX_PROCS
+#define NPROC    ET_MAX_PROCS
 #define PER_PAIR 8 /* messages from each process to each other one */
 #define NSEND    ((NPROC - 1) * PER_PAIR)
 #define NTAGGED  ((NPROC - 1) * PER_PAIR / 2)
@@ -20,7 +20,7 @@
 #define ROUNDS   3 /* fresh sizes and contents each */
 #define TMO_US   (60 * 1000000ull)
 
-static struct st_ep E;
+static struct et_ep E;
 static int round_no;
 
 static uint64_t mix(uint64_t x)
@@ -159,7 +159,7 @@ static void on_recv(struct state *s, const struct fi_cq_tagged_entry *c, fi_addr
 		CHECK(0);
 	}
 	CHECK_INT(c->len, size_of(from, s->rank, idx));
-	bad = st_verify(r->buf, c->len, seed_of(from, s->rank, idx));
+	bad = et_verify(r->buf, c->len, seed_of(from, s->rank, idx));
 	if (bad != (size_t)-1) {
 		fprintf(stderr,
 		        "rank %d: message %d from rank %d (%zu B, %s): content differs "
@@ -234,7 +234,7 @@ static void exchange(struct state *s)
 			txdst[k] = dst;
 			txlen[k] = size_of(rank, dst, i);
 			txbuf[k] = malloc(txlen[k] ? txlen[k] : 1);
-			st_fill(txbuf[k], txlen[k], seed_of(rank, dst, i));
+			et_fill(txbuf[k], txlen[k], seed_of(rank, dst, i));
 		}
 	}
 	/* Exact-size tagged receives, one per expected message; the small
@@ -256,10 +256,10 @@ static void exchange(struct state *s)
 				post_tagged(r);
 		}
 	}
-	st_barrier();
-	t0 = st_now_us();
+	et_barrier();
+	t0 = et_now_us();
 	end = t0 + TMO_US;
-	while ((s->sent_done < NSEND || s->received < NSEND) && st_now_us() < end) {
+	while ((s->sent_done < NSEND || s->received < NSEND) && et_now_us() < end) {
 		bool busy = false;
 
 		while (next < NSEND) {
@@ -306,9 +306,9 @@ static void exchange(struct state *s)
 	}
 	if (rank == 0)
 		fprintf(stderr, "rank 0 round %d: %u sent, %u received in %.2f s\n",
-		        round_no, s->sent_done, s->received, (st_now_us() - t0) / 1e6);
+		        round_no, s->sent_done, s->received, (et_now_us() - t0) / 1e6);
 	/* Everyone done: nothing more may turn up in what is still posted. */
-	st_barrier();
+	et_barrier();
 	for (int k = 0; k < 100; k++) {
 		struct fi_cq_tagged_entry c;
 		fi_addr_t src;
@@ -321,7 +321,7 @@ static void exchange(struct state *s)
 		CHECK(0);
 		break;
 	}
-	st_barrier();
+	et_barrier();
 	for (int k = 0; k < NSEND; k++)
 		free(txbuf[k]);
 	for (unsigned k = 0; k < nt; k++)
@@ -330,12 +330,12 @@ static void exchange(struct state *s)
 
 static int proc(int rank, int nprocs, void *arg)
 {
-	struct st_opts o = *(const struct st_opts *)arg;
+	struct et_opts o = *(const struct et_opts *)arg;
 	static struct state S;
 
 	(void)nprocs;
 	o.split_cq = true;
-	if (st_open(&E, &o))
+	if (et_open(&E, &o))
 		return 2;
 	memset(&S, 0, sizeof(S));
 	S.rank = rank;
@@ -346,7 +346,7 @@ static int proc(int rank, int nprocs, void *arg)
 	}
 	for (round_no = 0; round_no < ROUNDS; round_no++)
 		exchange(&S);
-	CHECK_INT(st_close(&E), 0);
+	CHECK_INT(et_close(&E), 0);
 	for (int w = 0; w < RXWIN; w++)
 		free(S.untagged[w].buf);
 	return check_done();
@@ -354,9 +354,9 @@ static int proc(int rank, int nprocs, void *arg)
 
 int main(void)
 {
-	struct st_opts cma = {0}, no_cma = {.no_cma = true};
-	int bad = st_run("alltoall16", NPROC, 120, proc, &cma, 0);
+	struct et_opts cma = {0}, no_cma = {.no_cma = true};
+	int bad = et_run("alltoall16", NPROC, 120, proc, &cma, 0);
 
-	bad |= st_run("alltoall16 (no CMA)", NPROC, 120, proc, &no_cma, 0);
+	bad |= et_run("alltoall16 (no CMA)", NPROC, 120, proc, &no_cma, 0);
 	return bad;
 }

@@ -1,6 +1,7 @@
-/* loop.c - the loopback link: packets queued between endpoints of one
+/* loop_link.c - the loopback link: packets queued between endpoints of one
  * process.  It lets the engine run, and be tested, without any transport;
- * small limits (packet size, queue depth) push every protocol path. */
+ * small limits (packet size, queue depth) push every protocol path.  Built
+ * into the test programs that use it, never into the library. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,7 +9,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "loop.h"
+#include "loop_link.h"
 
 #define LOOP_MAX_PAYLOAD 1024
 #define LOOP_QUEUE_MAX   64
@@ -43,7 +44,7 @@ static struct lm_list registry = LM_LIST_INIT(registry);
 static uint64_t next_id = 1;
 static _Atomic bool loop_bulk_off;
 
-void lm_loop_set_bulk(bool on)
+void loop_link_set_bulk(bool on)
 {
 	atomic_store(&loop_bulk_off, !on);
 }
@@ -113,7 +114,7 @@ static int loop_open(void *ctx, const struct lm_link_attr *attr, const void *nam
 	l->hdr_size = attr->hdr_size;
 	l->recv = attr->recv;
 	l->arg = attr->arg;
-	l->link.ops = &lm_loop_link_ops;
+	l->link.ops = &loop_link_ops;
 	l->link.max_payload = LOOP_MAX_PAYLOAD;
 	l->link.inline_max = 128;
 	l->link.caps = attr->no_bulk || atomic_load(&loop_bulk_off)
@@ -331,7 +332,7 @@ static bool loop_peer_alive(struct lm_link *link, struct lm_link_peer *peer)
 	return alive;
 }
 
-const struct lm_link_ops lm_loop_link_ops = {
+const struct lm_link_ops loop_link_ops = {
     .name = "loop",
     .addrlen = sizeof(uint64_t),
     .addr_from_str = loop_from_str,

@@ -1,6 +1,7 @@
-/* shmtest.c - the group runner (fork, coordinate, time out, reap) and the
- * endpoint setup shared by the multi-process shm tests; public API only. */
-#include "shmtest.h"
+/* eptest.c - the group runner (fork, coordinate, time out, reap) and the
+ * endpoint setup shared by the multi-process endpoint tests (tests/ep, and
+ * tests/shm and tests/tcp); public API only. */
+#include "eptest.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -16,10 +17,10 @@
 #include <unistd.h>
 
 /* In a child: its end of the socket to the coordinator, and the group. */
-static int st_sock = -1;
-static int st_rank, st_nprocs;
+static int et_sock = -1;
+static int et_rank, et_nprocs;
 
-uint64_t st_now_us(void)
+uint64_t et_now_us(void)
 {
 	struct timespec ts;
 
@@ -44,26 +45,26 @@ static int full_io(int fd, void *buf, size_t len, bool wr)
 	return 0;
 }
 
-int st_allgather(const void *mine, size_t len, void *all)
+int et_allgather(const void *mine, size_t len, void *all)
 {
-	char slot[ST_SLOT] = {0};
+	char slot[ET_SLOT] = {0};
 
-	if (len > ST_SLOT || st_sock < 0)
+	if (len > ET_SLOT || et_sock < 0)
 		return -FI_EINVAL;
 	memcpy(slot, mine, len);
-	if (full_io(st_sock, slot, ST_SLOT, true) ||
-	    full_io(st_sock, all, (size_t)st_nprocs * ST_SLOT, false)) {
-		fprintf(stderr, "rank %d: lost the coordinator\n", st_rank);
+	if (full_io(et_sock, slot, ET_SLOT, true) ||
+	    full_io(et_sock, all, (size_t)et_nprocs * ET_SLOT, false)) {
+		fprintf(stderr, "rank %d: lost the coordinator\n", et_rank);
 		return -FI_EIO;
 	}
 	return 0;
 }
 
-int st_barrier(void)
+int et_barrier(void)
 {
-	char all[ST_MAX_PROCS * ST_SLOT];
+	char all[ET_MAX_PROCS * ET_SLOT];
 
-	return st_allgather("", 0, all);
+	return et_allgather("", 0, all);
 }
 
 /* ---- the coordinator (the parent) ---------------------------------------- */
@@ -97,13 +98,13 @@ static bool reap(struct member *m, int n, bool block)
 
 static void coordinate(struct member *m, int n, uint64_t deadline)
 {
-	char slots[ST_MAX_PROCS * ST_SLOT];
+	char slots[ET_MAX_PROCS * ET_SLOT];
 
 	memset(slots, 0, sizeof(slots));
 	for (;;) {
-		struct pollfd pfd[ST_MAX_PROCS];
-		int live = 0, waiting = 0, k = 0, idx[ST_MAX_PROCS];
-		uint64_t now = st_now_us();
+		struct pollfd pfd[ET_MAX_PROCS];
+		int live = 0, waiting = 0, k = 0, idx[ET_MAX_PROCS];
+		uint64_t now = et_now_us();
 
 		for (int i = 0; i < n; i++) {
 			if (m[i].fd < 0)
@@ -123,7 +124,7 @@ static void coordinate(struct member *m, int n, uint64_t deadline)
 			for (int i = 0; i < n; i++) {
 				if (m[i].fd < 0)
 					continue;
-				if (full_io(m[i].fd, slots, (size_t)n * ST_SLOT, true)) {
+				if (full_io(m[i].fd, slots, (size_t)n * ET_SLOT, true)) {
 					close(m[i].fd);
 					m[i].fd = -1;
 				}
@@ -144,31 +145,31 @@ static void coordinate(struct member *m, int n, uint64_t deadline)
 
 			if (!pfd[j].revents)
 				continue;
-			r = read(c->fd, slots + idx[j] * ST_SLOT + c->got,
-			         ST_SLOT - c->got);
+			r = read(c->fd, slots + idx[j] * ET_SLOT + c->got,
+			         ET_SLOT - c->got);
 			if (r <= 0) {
 				/* Gone (finished, crashed or killed): its slot
 				 * stays zero from now on. */
-				memset(slots + idx[j] * ST_SLOT, 0, ST_SLOT);
+				memset(slots + idx[j] * ET_SLOT, 0, ET_SLOT);
 				close(c->fd);
 				c->fd = -1;
 				continue;
 			}
 			c->got += (size_t)r;
-			if (c->got == ST_SLOT)
+			if (c->got == ET_SLOT)
 				c->in = true;
 		}
 	}
 }
 
-int st_run(const char *what, int nprocs, int timeout_s, st_fn fn, void *arg,
+int et_run(const char *what, int nprocs, int timeout_s, et_fn fn, void *arg,
            unsigned may_die)
 {
-	struct member m[ST_MAX_PROCS];
-	uint64_t deadline = st_now_us() + (uint64_t)timeout_s * 1000000u;
+	struct member m[ET_MAX_PROCS];
+	uint64_t deadline = et_now_us() + (uint64_t)timeout_s * 1000000u;
 	int bad = 0;
 
-	if (nprocs < 1 || nprocs > ST_MAX_PROCS)
+	if (nprocs < 1 || nprocs > ET_MAX_PROCS)
 		return 1;
 	/* A rank allowed to die leaves its socket without a reader: answering
 	 * it must be an EPIPE the coordinator handles, not a fatal signal. */
@@ -188,9 +189,9 @@ int st_run(const char *what, int nprocs, int timeout_s, st_fn fn, void *arg,
 			for (int j = 0; j < i; j++)
 				if (m[j].fd >= 0)
 					close(m[j].fd);
-			st_sock = sv[1];
-			st_rank = i;
-			st_nprocs = nprocs;
+			et_sock = sv[1];
+			et_rank = i;
+			et_nprocs = nprocs;
 			/* The coordinator kills on its own deadline; this one
 			 * covers a coordinator that died. */
 			alarm((unsigned)timeout_s + 5);
@@ -206,7 +207,7 @@ int st_run(const char *what, int nprocs, int timeout_s, st_fn fn, void *arg,
 		}
 	}
 	coordinate(m, nprocs, deadline);
-	while (!reap(m, nprocs, false) && st_now_us() < deadline)
+	while (!reap(m, nprocs, false) && et_now_us() < deadline)
 		usleep(2000);
 	if (!reap(m, nprocs, false)) {
 		fprintf(stderr, "%s: timed out after %d s, killing the group\n", what,
@@ -250,16 +251,16 @@ int st_run(const char *what, int nprocs, int timeout_s, st_fn fn, void *arg,
 		}                                                                        \
 	} while (0)
 
-const char *st_prov(void)
+const char *et_prov(void)
 {
 	const char *p = getenv("LOOM_TEST_PROV");
 
 	return p && *p ? p : "shm";
 }
 
-int st_open_local(struct st_ep *e, const struct st_opts *o)
+int et_open_local(struct et_ep *e, const struct et_opts *o)
 {
-	static const struct st_opts none;
+	static const struct et_opts none;
 	struct fi_info *hints;
 	struct fi_cq_attr cqa = {.format = FI_CQ_FORMAT_TAGGED};
 	struct fi_cntr_attr ca = {.events = FI_CNTR_EVENTS_COMP};
@@ -271,14 +272,14 @@ int st_open_local(struct st_ep *e, const struct st_opts *o)
 	if (!o)
 		o = &none;
 	memset(e, 0, sizeof(*e));
-	e->rank = st_rank;
-	e->nprocs = st_nprocs;
+	e->rank = et_rank;
+	e->nprocs = et_nprocs;
 	if (o->no_cma)
 		setenv("FI_SHM_DISABLE_CMA", "1", 1);
 	hints = fi_allocinfo();
 	if (!hints)
 		return -FI_ENOMEM;
-	hints->fabric_attr->prov_name = strdup(st_prov());
+	hints->fabric_attr->prov_name = strdup(et_prov());
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->addr_format = FI_ADDR_STR; /* names travel as text */
 	hints->caps =
@@ -295,9 +296,9 @@ int st_open_local(struct st_ep *e, const struct st_opts *o)
 	                 getenv("LOOM_TEST_NODE") ? FI_SOURCE : 0, hints, &e->info);
 	fi_freeinfo(hints);
 	TRY(ret);
-	if (strcmp(e->info->fabric_attr->prov_name, st_prov())) {
+	if (strcmp(e->info->fabric_attr->prov_name, et_prov())) {
 		fprintf(stderr, "rank %d: provider %s, not %s\n", e->rank,
-		        e->info->fabric_attr->prov_name, st_prov());
+		        e->info->fabric_attr->prov_name, et_prov());
 		return -FI_ENODATA;
 	}
 	TRY(fi_fabric(e->info->fabric_attr, &e->fabric, NULL));
@@ -305,7 +306,7 @@ int st_open_local(struct st_ep *e, const struct st_opts *o)
 	TRY(fi_av_open(e->domain, &ava, &e->av, NULL));
 	TRY(fi_endpoint(e->domain, e->info, &e->ep, NULL));
 	cqa.size = o->cq_size ? o->cq_size : 4096;
-	if (o->cq_format == ST_CQ_UNSPEC)
+	if (o->cq_format == ET_CQ_UNSPEC)
 		cqa.format = FI_CQ_FORMAT_UNSPEC;
 	else if (o->cq_format)
 		cqa.format = (enum fi_cq_format)o->cq_format;
@@ -347,28 +348,28 @@ int st_open_local(struct st_ep *e, const struct st_opts *o)
 		        getenv("LOOM_TEST_NAME_PREFIX"));
 		return -FI_EADDRNOTAVAIL;
 	}
-	for (int i = 0; i < ST_MAX_PROCS; i++)
+	for (int i = 0; i < ET_MAX_PROCS; i++)
 		e->addr[i] = FI_ADDR_NOTAVAIL;
 	return 0;
 }
 
-struct st_hello {
+struct et_hello {
 	int32_t pid;
-	char name[ST_SLOT - 4];
+	char name[ET_SLOT - 4];
 };
 
-int st_open(struct st_ep *e, const struct st_opts *o)
+int et_open(struct et_ep *e, const struct et_opts *o)
 {
-	struct st_hello me = {0}, all[ST_MAX_PROCS];
-	int ret = st_open_local(e, o);
+	struct et_hello me = {0}, all[ET_MAX_PROCS];
+	int ret = et_open_local(e, o);
 
-	_Static_assert(sizeof(struct st_hello) == ST_SLOT, "one slot");
+	_Static_assert(sizeof(struct et_hello) == ET_SLOT, "one slot");
 	/* Join the exchange even after a failure so the others do not wait. */
 	if (!ret) {
 		me.pid = (int32_t)getpid();
 		memcpy(me.name, e->name, strnlen(e->name, sizeof(me.name) - 1));
 	}
-	if (st_allgather(&me, sizeof(me), all))
+	if (et_allgather(&me, sizeof(me), all))
 		return -FI_EIO;
 	if (ret)
 		return ret;
@@ -389,7 +390,7 @@ int st_open(struct st_ep *e, const struct st_opts *o)
 	return 0;
 }
 
-int st_close(struct st_ep *e)
+int et_close(struct et_ep *e)
 {
 	struct fid *fids[] = {
 	    e->ep ? &e->ep->fid : NULL,
@@ -418,17 +419,17 @@ int st_close(struct st_ep *e)
 	return first;
 }
 
-void st_progress(struct st_ep *e)
+void et_progress(struct et_ep *e)
 {
 	fi_cq_read(e->txcq, NULL, 0);
 	if (e->rxcq != e->txcq)
 		fi_cq_read(e->rxcq, NULL, 0);
 }
 
-ssize_t st_read(struct fid_cq *cq, struct fi_cq_tagged_entry *ent, fi_addr_t *src,
+ssize_t et_read(struct fid_cq *cq, struct fi_cq_tagged_entry *ent, fi_addr_t *src,
                 struct fi_cq_err_entry *err, char *errbuf, int timeout_ms)
 {
-	uint64_t end = st_now_us() + (uint64_t)timeout_ms * 1000u;
+	uint64_t end = et_now_us() + (uint64_t)timeout_ms * 1000u;
 	unsigned spins = 0;
 
 	for (;;) {
@@ -445,22 +446,22 @@ ssize_t st_read(struct fid_cq *cq, struct fi_cq_tagged_entry *ent, fi_addr_t *sr
 			memset(err, 0, sizeof(*err));
 			if (errbuf) {
 				err->err_data = errbuf;
-				err->err_data_size = ST_ERRBUF;
+				err->err_data_size = ET_ERRBUF;
 			}
 			if (fi_cq_readerr(cq, err, 0) != 1)
 				return -FI_EOTHER;
 			if (errbuf) {
 				/* Keep it a string whatever the provider wrote. */
-				size_t n = err->err_data_size < ST_ERRBUF
+				size_t n = err->err_data_size < ET_ERRBUF
 				               ? err->err_data_size
-				               : ST_ERRBUF - 1;
+				               : ET_ERRBUF - 1;
 				errbuf[n] = 0;
 			}
 			return -FI_EAVAIL;
 		}
 		if (r != -FI_EAGAIN)
 			return r;
-		if (st_now_us() > end)
+		if (et_now_us() > end)
 			return -FI_ETIMEDOUT;
 		/* Two cores, up to four processes: let the peers run. */
 		if (++spins % 64 == 0)
@@ -476,7 +477,7 @@ static inline uint8_t pattern(uint64_t seed, size_t i)
 	return (uint8_t)(x >> ((i & 7) * 8));
 }
 
-void st_fill(void *buf, size_t len, uint64_t seed)
+void et_fill(void *buf, size_t len, uint64_t seed)
 {
 	uint8_t *b = buf;
 
@@ -484,7 +485,7 @@ void st_fill(void *buf, size_t len, uint64_t seed)
 		b[i] = pattern(seed, i);
 }
 
-size_t st_verify(const void *buf, size_t len, uint64_t seed)
+size_t et_verify(const void *buf, size_t len, uint64_t seed)
 {
 	const uint8_t *b = buf;
 
@@ -496,7 +497,7 @@ size_t st_verify(const void *buf, size_t len, uint64_t seed)
 
 /* ---- peers that end ------------------------------------------------------------ */
 
-bool st_gone(pid_t pid)
+bool et_gone(pid_t pid)
 {
 	char path[64], st[512];
 	const char *p = NULL;
@@ -514,7 +515,7 @@ bool st_gone(pid_t pid)
 	return p && p[1] == ' ' && p[2] == 'Z';
 }
 
-int st_regions_of(pid_t pid)
+int et_regions_of(pid_t pid)
 {
 	char prefix[64];
 	struct dirent *d;
@@ -543,16 +544,16 @@ static const size_t tcp_sizes[] = {1,      255,    256,    257,    4095,     409
                                    4097,   65535,  65536,  65537,  196607,   196608,
                                    196609, 524287, 524288, 524289, 1u << 20, 16u << 20};
 
-size_t st_edge_sizes(const size_t **sizes)
+size_t et_edge_sizes(const size_t **sizes)
 {
-	bool tcp = !strcmp(st_prov(), "tcp");
+	bool tcp = !strcmp(et_prov(), "tcp");
 
 	*sizes = tcp ? tcp_sizes : shm_sizes;
 	return tcp ? sizeof(tcp_sizes) / sizeof(tcp_sizes[0])
 	           : sizeof(shm_sizes) / sizeof(shm_sizes[0]);
 }
 
-int st_stray(struct st_ep *e, int ms)
+int et_stray(struct et_ep *e, int ms)
 {
 	static char junk[2][64];
 	struct fi_cq_tagged_entry ent;
@@ -562,12 +563,12 @@ int st_stray(struct st_ep *e, int ms)
 	    fi_trecv(e->ep, junk[1], sizeof(junk[1]), NULL, FI_ADDR_UNSPEC, 0, ~0ull,
 	             &ctx[1]))
 		return -1;
-	while (st_read(e->rxcq, &ent, NULL, NULL, NULL, ms) != -FI_ETIMEDOUT)
+	while (et_read(e->rxcq, &ent, NULL, NULL, NULL, ms) != -FI_ETIMEDOUT)
 		n++;
 	fi_cancel(&e->ep->fid, &ctx[0]);
 	fi_cancel(&e->ep->fid, &ctx[1]);
 	/* The cancellations' own entries. */
-	while (st_read(e->rxcq, &ent, NULL, NULL, NULL, 10) != -FI_ETIMEDOUT)
+	while (et_read(e->rxcq, &ent, NULL, NULL, NULL, 10) != -FI_ETIMEDOUT)
 		;
 	return n;
 }

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "shmtest.h"
+#include "eptest.h"
 
 #define NTHR     4
 #define NSENDERS 2     /* threads 0 and 1 send; 2 and 3 receive */
@@ -33,7 +33,7 @@ static atomic_int fails;
 		atomic_fetch_add(&fails, 1);                                             \
 	} while (0)
 
-static struct st_ep E;
+static struct et_ep E;
 static int peer;
 static uint64_t deadline;
 static atomic_bool stop;
@@ -154,7 +154,7 @@ static void on_rx(struct op *op, const struct fi_cq_tagged_entry *c, fi_addr_t s
 	} else if (c->len != size_of(id, peer)) {
 		FAIL("message %#llx: %zu B, want %zu\n", E.rank, (unsigned long long)id,
 		     c->len, size_of(id, peer));
-	} else if ((bad = st_verify(op->buf, c->len, seed_of(id, peer))) != (size_t)-1) {
+	} else if ((bad = et_verify(op->buf, c->len, seed_of(id, peer))) != (size_t)-1) {
 		FAIL("message %#llx (%zu B): content differs at byte %zu\n", E.rank,
 		     (unsigned long long)id, c->len, bad);
 	}
@@ -262,7 +262,7 @@ static bool post_some(struct worker *w)
 			if (second || w->next == w->limit)
 				continue;
 			op->id = id_of((unsigned)w->me, w->next);
-			st_fill(op->buf, size_of(op->id, E.rank),
+			et_fill(op->buf, size_of(op->id, E.rank),
 			        seed_of(op->id, E.rank));
 			if (!post(op, do_send))
 				break;
@@ -304,7 +304,7 @@ static void *run(void *arg)
 		if (atomic_load(&tx_done) == NSENDERS * PER &&
 		    atomic_load(&rx_done) == rx_total)
 			break;
-		if (st_now_us() > deadline) {
+		if (et_now_us() > deadline) {
 			atomic_store(&stop, true);
 			break;
 		}
@@ -318,13 +318,13 @@ static void *run(void *arg)
 
 static int proc(int rank, int nprocs, void *arg)
 {
-	struct st_opts o = *(const struct st_opts *)arg;
+	struct et_opts o = *(const struct et_opts *)arg;
 	unsigned ne = 0, got[K_N] = {0};
 	uint64_t t0;
 
 	(void)nprocs;
 	o.threading = FI_THREAD_SAFE;
-	if (st_open(&E, &o))
+	if (et_open(&E, &o))
 		return 2;
 	CHECK_INT(E.info->domain_attr->threading, FI_THREAD_SAFE);
 	peer = 1 - rank;
@@ -355,8 +355,8 @@ static int proc(int rank, int nprocs, void *arg)
 		W[t].limit = t < NSENDERS ? PER : t == NSENDERS ? n_kind[K_MSG] : ne;
 		W[t].limit2 = t == NSENDERS + 1 ? n_kind[K_WILD] : 0;
 	}
-	st_barrier();
-	t0 = st_now_us();
+	et_barrier();
+	t0 = et_now_us();
 	deadline = t0 + TMO_US;
 	for (int t = 0; t < NTHR; t++)
 		CHECK_INT(pthread_create(&W[t].th, NULL, run, &W[t]), 0);
@@ -366,7 +366,7 @@ static int proc(int rank, int nprocs, void *arg)
 	        "rank %d: %u sent, %u received in %.2f s; completions read by "
 	        "thread: %u %u %u %u\n",
 	        rank, atomic_load(&tx_done), atomic_load(&rx_done),
-	        (st_now_us() - t0) / 1e6, W[0].reaped, W[1].reaped, W[2].reaped,
+	        (et_now_us() - t0) / 1e6, W[0].reaped, W[1].reaped, W[2].reaped,
 	        W[3].reaped);
 	CHECK_INT(W[0].reaped + W[1].reaped + W[2].reaped + W[3].reaped,
 	          NSENDERS * PER + rx_total);
@@ -396,7 +396,7 @@ static int proc(int rank, int nprocs, void *arg)
 	for (int k = 0; k < K_N; k++)
 		CHECK_INT(got[k], n_kind[k]);
 	/* Both done: nothing more may come, and nothing was left posted. */
-	st_barrier();
+	et_barrier();
 	for (int k = 0; k < 100; k++) {
 		struct fi_cq_tagged_entry c;
 
@@ -406,8 +406,8 @@ static int proc(int rank, int nprocs, void *arg)
 			break;
 		}
 	}
-	st_barrier();
-	CHECK_INT(st_close(&E), 0);
+	et_barrier();
+	CHECK_INT(et_close(&E), 0);
 	for (int t = 0; t < NTHR; t++)
 		for (int i = 0; i < 2 * WIN; i++)
 			free(W[t].ops[i].buf);
@@ -417,9 +417,9 @@ static int proc(int rank, int nprocs, void *arg)
 
 int main(void)
 {
-	struct st_opts cma = {0}, no_cma = {.no_cma = true};
-	int bad = st_run("threads", 2, 150, proc, &cma, 0);
+	struct et_opts cma = {0}, no_cma = {.no_cma = true};
+	int bad = et_run("threads", 2, 150, proc, &cma, 0);
 
-	bad |= st_run("threads (no CMA)", 2, 150, proc, &no_cma, 0);
+	bad |= et_run("threads (no CMA)", 2, 150, proc, &no_cma, 0);
 	return bad;
 }

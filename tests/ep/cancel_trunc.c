@@ -6,24 +6,24 @@
 #include <string.h>
 
 #include "check.h"
-#include "shmtest.h"
+#include "eptest.h"
 
 #define TMO 20000
 
-static struct st_ep E;
+static struct et_ep E;
 
 static void cancel(char *buf)
 {
 	if (E.rank == 1) {
 		int ctx;
 
-		st_barrier(); /* the receiver cancelled */
-		st_fill(buf, 300, 31);
+		et_barrier(); /* the receiver cancelled */
+		et_fill(buf, 300, 31);
 		CHECK_INT(fi_send(E.ep, buf, 300, NULL, E.addr[0], &ctx), 0);
-		CHECK_INT(st_read(E.txcq, &(struct fi_cq_tagged_entry){0}, NULL, NULL,
+		CHECK_INT(et_read(E.txcq, &(struct fi_cq_tagged_entry){0}, NULL, NULL,
 		                  NULL, TMO),
 		          1);
-		st_barrier();
+		et_barrier();
 		return;
 	}
 	struct fi_context c1, c2, c3;
@@ -38,7 +38,7 @@ static void cancel(char *buf)
 	CHECK_INT(fi_cancel(&E.ep->fid, &c1), 0);
 	CHECK_INT(fi_cancel(&E.ep->fid, &c2), 0);
 	for (int i = 0; i < 2; i++) {
-		CHECK_INT(st_read(E.rxcq, &c, NULL, &err, NULL, TMO), -FI_EAVAIL);
+		CHECK_INT(et_read(E.rxcq, &c, NULL, &err, NULL, TMO), -FI_EAVAIL);
 		CHECK_INT(err.err, FI_ECANCELED);
 		CHECK(err.op_context == (i ? (void *)&c2 : (void *)&c1));
 		CHECK(err.flags & FI_RECV);
@@ -49,18 +49,18 @@ static void cancel(char *buf)
 	CHECK_INT(fi_cq_read(E.rxcq, &c, 1), -FI_EAGAIN);
 	/* The message lands in the next receive, not in a cancelled one. */
 	CHECK_INT(fi_recv(E.ep, d, 1000, NULL, FI_ADDR_UNSPEC, &c3), 0);
-	st_barrier();
-	CHECK_INT(st_read(E.rxcq, &c, &src, NULL, NULL, TMO), 1);
+	et_barrier();
+	CHECK_INT(et_read(E.rxcq, &c, &src, NULL, NULL, TMO), 1);
 	CHECK(c.op_context == &c3);
 	CHECK_INT(c.len, 300);
-	CHECK_INT(st_verify(d, 300, 31), (size_t)-1);
+	CHECK_INT(et_verify(d, 300, 31), (size_t)-1);
 	for (int i = 0; i < 8192; i++)
 		if (buf[i] != 0x5a) {
 			fprintf(stderr, "cancelled buffer written at %d\n", i);
 			CHECK(0);
 			break;
 		}
-	st_barrier();
+	et_barrier();
 }
 
 /* Message sizes: inline, bounce buffer, rendezvous. */
@@ -77,8 +77,8 @@ static void trunc_test(char *buf, bool tagged)
 			struct fi_cq_err_entry err;
 			ssize_t r;
 
-			st_fill(buf, sent[k], seed);
-			st_barrier(); /* posted */
+			et_fill(buf, sent[k], seed);
+			et_barrier(); /* posted */
 			CHECK_INT(
 			    tagged
 			        ? fi_tsend(E.ep, buf, sent[k], NULL, E.addr[0], 9, NULL)
@@ -86,13 +86,13 @@ static void trunc_test(char *buf, bool tagged)
 			    0);
 			/* The sender learns nothing it must act on: success or
 			 * an error entry, but one entry, and promptly. */
-			r = st_read(E.txcq, &c, NULL, &err, NULL, TMO);
+			r = et_read(E.txcq, &c, NULL, &err, NULL, TMO);
 			CHECK(r == 1 || r == -FI_EAVAIL);
 			/* Then an ordinary message still gets through. */
-			st_fill(buf, 64, seed + 100);
+			et_fill(buf, 64, seed + 100);
 			CHECK_INT(fi_send(E.ep, buf, 64, NULL, E.addr[0], NULL), 0);
-			CHECK_INT(st_read(E.txcq, &c, NULL, NULL, NULL, TMO), 1);
-			st_barrier();
+			CHECK_INT(et_read(E.txcq, &c, NULL, NULL, NULL, TMO), 1);
+			et_barrier();
 			continue;
 		}
 		struct fi_cq_tagged_entry c;
@@ -106,8 +106,8 @@ static void trunc_test(char *buf, bool tagged)
 		        ? fi_trecv(E.ep, land, POSTED, NULL, FI_ADDR_UNSPEC, 9, 0, &ctx)
 		        : fi_recv(E.ep, land, POSTED, NULL, FI_ADDR_UNSPEC, &ctx),
 		    0);
-		st_barrier();
-		CHECK_INT(st_read(E.rxcq, &c, NULL, &err, NULL, TMO), -FI_EAVAIL);
+		et_barrier();
+		CHECK_INT(et_read(E.rxcq, &c, NULL, &err, NULL, TMO), -FI_EAVAIL);
 		CHECK_INT(err.err, FI_ETRUNC);
 		CHECK(err.op_context == &ctx);
 		CHECK_INT(err.olen, sent[k] - POSTED);
@@ -116,13 +116,13 @@ static void trunc_test(char *buf, bool tagged)
 		if (tagged)
 			CHECK_HEX(err.tag, 9);
 		/* What fitted is there, and nothing past it was written. */
-		CHECK_INT(st_verify(land, POSTED, seed), (size_t)-1);
+		CHECK_INT(et_verify(land, POSTED, seed), (size_t)-1);
 		CHECK(land[POSTED] == 0x11 && land[-1] == 0x11);
 		CHECK_INT(fi_recv(E.ep, land, 64, NULL, FI_ADDR_UNSPEC, &ctx2), 0);
-		CHECK_INT(st_read(E.rxcq, &c, NULL, NULL, NULL, TMO), 1);
+		CHECK_INT(et_read(E.rxcq, &c, NULL, NULL, NULL, TMO), 1);
 		CHECK(c.op_context == &ctx2);
-		CHECK_INT(st_verify(land, 64, seed + 100), (size_t)-1);
-		st_barrier();
+		CHECK_INT(et_verify(land, 64, seed + 100), (size_t)-1);
+		et_barrier();
 	}
 }
 
@@ -131,21 +131,21 @@ static int proc(int rank, int nprocs, void *arg)
 	char *buf = malloc((size_t)4 << 20);
 
 	(void)rank, (void)nprocs, (void)arg;
-	if (!buf || st_open(&E, NULL))
+	if (!buf || et_open(&E, NULL))
 		return 2;
 	cancel(buf);
 	trunc_test(buf, false);
 	trunc_test(buf, true);
-	CHECK_INT(st_close(&E), 0);
+	CHECK_INT(et_close(&E), 0);
 	free(buf);
 	return check_done();
 }
 
 int main(void)
 {
-	int bad = st_run("cancel_trunc", 2, 120, proc, NULL, 0);
+	int bad = et_run("cancel_trunc", 2, 120, proc, NULL, 0);
 
 	setenv("FI_SHM_DISABLE_CMA", "1", 1);
-	bad |= st_run("cancel_trunc (no CMA)", 2, 120, proc, NULL, 0);
+	bad |= et_run("cancel_trunc (no CMA)", 2, 120, proc, NULL, 0);
 	return bad;
 }

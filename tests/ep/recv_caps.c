@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "shmtest.h"
+#include "eptest.h"
 
 #define TMO   20000
 #define QUIET 300 /* ms with no completion expected */
@@ -25,12 +25,12 @@
 #define RANK_A 1
 #define RANK_B 2
 
-static struct st_ep E;
+static struct et_ep E;
 
 static int open_v2(uint64_t caps)
 {
-	struct st_opts o = {.caps = caps, .version = FI_VERSION(2, 0), .split_cq = true};
-	int ret = st_open(&E, &o);
+	struct et_opts o = {.caps = caps, .version = FI_VERSION(2, 0), .split_cq = true};
+	int ret = et_open(&E, &o);
 
 	if (ret)
 		return ret;
@@ -49,17 +49,17 @@ static void send_to(int to, bool tagged, uint64_t tag, uint64_t seed, size_t len
 {
 	static char bufs[32][64];
 	char *buf = bufs[seed];
-	uint64_t end = st_now_us() + TMO * 1000ull;
+	uint64_t end = et_now_us() + TMO * 1000ull;
 	ssize_t r;
 
-	st_fill(buf, len, seed);
+	et_fill(buf, len, seed);
 	do {
 		r = tagged
 		        ? fi_tsenddata(E.ep, buf, len, NULL, seed, E.addr[to], tag, NULL)
 		        : fi_senddata(E.ep, buf, len, NULL, seed, E.addr[to], NULL);
 		if (r == -FI_EAGAIN)
-			st_progress(&E);
-	} while (r == -FI_EAGAIN && st_now_us() < end);
+			et_progress(&E);
+	} while (r == -FI_EAGAIN && et_now_us() < end);
 	CHECK_INT(r, 0);
 	if (!r)
 		sends_out++;
@@ -70,7 +70,7 @@ static void reap_sends(void)
 	for (; sends_out; sends_out--) {
 		struct fi_cq_tagged_entry c;
 		struct fi_cq_err_entry err = {0};
-		ssize_t r = st_read(E.txcq, &c, NULL, &err, NULL, TMO);
+		ssize_t r = et_read(E.txcq, &c, NULL, &err, NULL, TMO);
 
 		CHECK_INT(r, 1);
 		if (r != 1) {
@@ -89,7 +89,7 @@ static void expect(void *ctx, int from, uint64_t seed, size_t len)
 	struct fi_cq_tagged_entry c = {0};
 	struct fi_cq_err_entry err = {0};
 	fi_addr_t src = FI_ADDR_NOTAVAIL;
-	ssize_t r = st_read(E.rxcq, &c, &src, &err, NULL, TMO);
+	ssize_t r = et_read(E.rxcq, &c, &src, &err, NULL, TMO);
 
 	CHECK_INT(r, 1);
 	if (r != 1) {
@@ -101,14 +101,14 @@ static void expect(void *ctx, int from, uint64_t seed, size_t len)
 	CHECK_INT(src, E.addr[from]);
 	CHECK_INT(c.data, seed);
 	CHECK_INT(c.len, len);
-	CHECK(st_verify(c.buf, c.len, seed) == (size_t)-1);
+	CHECK(et_verify(c.buf, c.len, seed) == (size_t)-1);
 }
 
 static void expect_nothing(void)
 {
 	struct fi_cq_tagged_entry c = {0};
 
-	CHECK_INT(st_read(E.rxcq, &c, NULL, NULL, NULL, QUIET), -FI_ETIMEDOUT);
+	CHECK_INT(et_read(E.rxcq, &c, NULL, NULL, NULL, QUIET), -FI_ETIMEDOUT);
 }
 
 /* ---- FI_TAGGED_DIRECTED_RECV ----------------------------------------------- */
@@ -149,7 +149,7 @@ static void tagged_directed(int rank)
 		    fi_trecv(E.ep, ta, sizeof(ta), NULL, E.addr[RANK_A], TAG_D, 0, ta),
 		    0);
 	}
-	st_barrier();
+	et_barrier();
 	/* Senders read their completions while the receiver drives its
 	 * endpoint (over tcp a send needs both ends' progress). */
 	if (rank == RANK_B) {
@@ -165,7 +165,7 @@ static void tagged_directed(int rank)
 		expect_marker(RANK_B, 3);
 		expect_nothing();
 	}
-	st_barrier();
+	et_barrier();
 	if (rank == RANK_A) {
 		send_to(0, true, TAG_D, 4, 30);
 		reap_sends();
@@ -178,7 +178,7 @@ static void tagged_directed(int rank)
 		    0);
 		expect(tb, RANK_B, 2, 20);
 	}
-	st_barrier();
+	et_barrier();
 	/* Queued first: an untagged receive naming A takes B's message. */
 	if (rank == RANK_B) {
 		send_to(0, false, 0, 5, 40);
@@ -191,8 +191,8 @@ static void tagged_directed(int rank)
 		expect(u2, RANK_B, 5, 40);
 		expect_nothing();
 	}
-	st_barrier();
-	CHECK_INT(st_close(&E), 0);
+	et_barrier();
+	CHECK_INT(et_close(&E), 0);
 }
 
 /* ---- FI_TAGGED_MULTI_RECV -------------------------------------------------- */
@@ -231,14 +231,14 @@ static void mr_send_range(char *buf, unsigned from, unsigned to, unsigned *done)
 	for (unsigned i = from; i < to; i++) {
 		size_t len = mr_size(i);
 		char *b = buf + off;
-		uint64_t end = st_now_us() + TMO * 1000ull;
+		uint64_t end = et_now_us() + TMO * 1000ull;
 		ssize_t r;
 
 		off += len;
-		st_fill(b, len, i);
+		et_fill(b, len, i);
 		while ((r = fi_tsenddata(E.ep, b, len, NULL, i, E.addr[0], mr_tag(i),
 		                         NULL)) == -FI_EAGAIN &&
-		       st_now_us() < end) {
+		       et_now_us() < end) {
 			struct fi_cq_tagged_entry c[8];
 			ssize_t n = fi_cq_read(E.txcq, c, 8);
 
@@ -261,12 +261,12 @@ static void mr_sender(void)
 	/* The first ones find no buffer posted: unexpected, rendezvous
 	 * included (their sends complete once taken). */
 	mr_send_range(buf, 0, EARLY, &done);
-	st_barrier();
+	et_barrier();
 	mr_send_range(buf, EARLY, M, &done);
 	while (done < M) {
 		struct fi_cq_tagged_entry c;
 
-		if (st_read(E.txcq, &c, NULL, NULL, NULL, TMO) != 1)
+		if (et_read(E.txcq, &c, NULL, NULL, NULL, TMO) != 1)
 			break;
 		done++;
 	}
@@ -307,7 +307,7 @@ static void mr_receiver(void)
 	CHECK_INT(
 	    fi_setopt(&E.ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &v, sizeof(v)),
 	    0);
-	st_barrier(); /* the early messages are on their way */
+	et_barrier(); /* the early messages are on their way */
 	for (int k = 0; k < NOTHER; k++)
 		CHECK_INT(fi_trecv(E.ep, other[k], sizeof(other[k]), NULL, FI_ADDR_UNSPEC,
 		                   TAG_ELSE, 0xfff, other[k]),
@@ -325,7 +325,7 @@ static void mr_receiver(void)
 		uint64_t i;
 		int b;
 
-		if (st_read(E.rxcq, &c, &src, &err, NULL, TMO) != 1) {
+		if (et_read(E.rxcq, &c, &src, &err, NULL, TMO) != 1) {
 			fprintf(stderr,
 			        "after %u + %u messages: no completion (err %d)\n", got,
 			        got_other, err.err);
@@ -341,7 +341,7 @@ static void mr_receiver(void)
 			CHECK(i < M && i % OTHER_EVERY == OTHER_EVERY - 1);
 			CHECK_HEX(c.tag, mr_tag((unsigned)i));
 			CHECK_INT(c.len, mr_size((unsigned)i));
-			CHECK(st_verify(c.buf, c.len, i) == (size_t)-1);
+			CHECK(et_verify(c.buf, c.len, i) == (size_t)-1);
 			got_other++;
 			continue;
 		}
@@ -380,7 +380,7 @@ static void mr_receiver(void)
 					CHECK(0);
 					break;
 				}
-			CHECK(st_verify(c.buf, c.len, i) == (size_t)-1);
+			CHECK(et_verify(c.buf, c.len, i) == (size_t)-1);
 			if (off + c.len > p->max_end)
 				p->max_end = off + c.len;
 			got++;
@@ -397,9 +397,9 @@ static void mr_receiver(void)
 	CHECK_INT(got_other, NOTHER);
 	/* A buffer is released holding more than BUFSZ - MIN_MR bytes. */
 	CHECK(released >= 5);
-	st_barrier();
+	et_barrier();
 	/* The buffers still posted go with the endpoint. */
-	CHECK_INT(st_close(&E), 0);
+	CHECK_INT(et_close(&E), 0);
 	for (int b = 0; b < NBUF; b++)
 		free(bufs[b]);
 }
@@ -417,9 +417,9 @@ static void tagged_multi(int rank)
 	if (rank == RANK_A)
 		mr_sender();
 	else
-		st_barrier();
-	st_barrier();
-	CHECK_INT(st_close(&E), 0);
+		et_barrier();
+	et_barrier();
+	CHECK_INT(et_close(&E), 0);
 }
 
 /* ---- FI_EXACT_DIRECTED_RECV -------------------------------------------------- */
@@ -456,7 +456,7 @@ static void exact(int rank)
 		    fi_trecv(E.ep, buf[1], 64, NULL, E.addr[RANK_B], TAG_X, 0, buf[1]),
 		    0);
 	}
-	st_barrier();
+	et_barrier();
 	if (rank == RANK_A) {
 		send_to(0, false, 0, 11, 11);
 		send_to(0, true, TAG_X, 12, 12);
@@ -467,7 +467,7 @@ static void exact(int rank)
 		expect_marker(RANK_A, 13);
 		expect_nothing(); /* A's messages wait: the receives name B */
 	}
-	st_barrier();
+	et_barrier();
 	if (rank == RANK_B) {
 		send_to(0, true, TAG_X, 14, 14);
 		send_to(0, false, 0, 15, 15);
@@ -479,10 +479,10 @@ static void exact(int rank)
 		fi_addr_t src[2];
 
 		for (int k = 0; k < 2; k++) {
-			CHECK_INT(st_read(E.rxcq, &c[k], &src[k], NULL, NULL, TMO), 1);
+			CHECK_INT(et_read(E.rxcq, &c[k], &src[k], NULL, NULL, TMO), 1);
 			CHECK_INT(src[k], E.addr[RANK_B]);
 			CHECK_INT(c[k].data, c[k].op_context == buf[0] ? 15 : 14);
-			CHECK(st_verify(c[k].buf, c[k].len, c[k].data) == (size_t)-1);
+			CHECK(et_verify(c[k].buf, c[k].len, c[k].data) == (size_t)-1);
 		}
 		CHECK(c[0].op_context != c[1].op_context);
 		/* Now A's queued ones, by receives naming A. */
@@ -493,8 +493,8 @@ static void exact(int rank)
 		    0);
 		expect(buf[3], RANK_A, 12, 12);
 	}
-	st_barrier();
-	CHECK_INT(st_close(&E), 0);
+	et_barrier();
+	CHECK_INT(et_close(&E), 0);
 
 	/* As a modifier of tagged-only directed receive: untagged receives
 	 * take any source, and may say so. */
@@ -510,15 +510,15 @@ static void exact(int rank)
 		    -FI_EINVAL);
 		CHECK_INT(fi_recv(E.ep, buf[4], 64, NULL, FI_ADDR_UNSPEC, buf[4]), 0);
 	}
-	st_barrier();
+	et_barrier();
 	if (rank == RANK_A) {
 		send_to(0, false, 0, 16, 16);
 		reap_sends();
 	}
 	if (rank == 0)
 		expect(buf[4], RANK_A, 16, 16);
-	st_barrier();
-	CHECK_INT(st_close(&E), 0);
+	et_barrier();
+	CHECK_INT(et_close(&E), 0);
 }
 
 static int proc(int rank, int nprocs, void *arg)
@@ -532,5 +532,5 @@ static int proc(int rank, int nprocs, void *arg)
 
 int main(void)
 {
-	return st_run("recv_caps", 3, 120, proc, NULL, 0);
+	return et_run("recv_caps", 3, 120, proc, NULL, 0);
 }

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "shmtest.h"
+#include "eptest.h"
 
 #define TMO    10000
 #define ROUNDS 8
@@ -18,7 +18,7 @@
 
 static const size_t sizes[] = {64, 1 << 20};
 
-static int sender(struct st_ep *e, char *buf, size_t len)
+static int sender(struct et_ep *e, char *buf, size_t len)
 {
 	static struct fi_context ctx[NMSG];
 	struct fi_cq_tagged_entry c;
@@ -31,12 +31,12 @@ static int sender(struct st_ep *e, char *buf, size_t len)
 		do {
 			r = fi_send(e->ep, buf, len, NULL, e->addr[1], &ctx[i]);
 			if (r == -FI_EAGAIN)
-				st_progress(e);
+				et_progress(e);
 		} while (r == -FI_EAGAIN);
 		CHECK_INT(r, 0);
 	}
 	while (done + bad < NMSG) {
-		ssize_t r = st_read(e->txcq, &c, NULL, &err, NULL, TMO);
+		ssize_t r = et_read(e->txcq, &c, NULL, &err, NULL, TMO);
 
 		if (r == 1) {
 			done++;
@@ -53,7 +53,7 @@ static int sender(struct st_ep *e, char *buf, size_t len)
 	return 0;
 }
 
-static int receiver(struct st_ep *e, char *buf, size_t len)
+static int receiver(struct et_ep *e, char *buf, size_t len)
 {
 	struct fi_cq_tagged_entry c;
 	int got = 0;
@@ -63,7 +63,7 @@ static int receiver(struct st_ep *e, char *buf, size_t len)
 	usleep(20000);
 	for (int i = 0; i < NMSG; i++)
 		CHECK_INT(fi_recv(e->ep, buf, len, NULL, FI_ADDR_UNSPEC, NULL), 0);
-	while (got < NMSG && st_read(e->rxcq, &c, NULL, NULL, NULL, TMO) == 1)
+	while (got < NMSG && et_read(e->rxcq, &c, NULL, NULL, NULL, TMO) == 1)
 		got++;
 	CHECK_INT(got, NMSG);
 	return 0;
@@ -71,7 +71,7 @@ static int receiver(struct st_ep *e, char *buf, size_t len)
 
 static int proc(int rank, int nprocs, void *arg)
 {
-	struct st_opts o = {.tx_op_flags = FI_DELIVERY_COMPLETE};
+	struct et_opts o = {.tx_op_flags = FI_DELIVERY_COMPLETE};
 	char *buf = malloc(sizes[1]);
 
 	(void)nprocs, (void)arg;
@@ -80,9 +80,9 @@ static int proc(int rank, int nprocs, void *arg)
 	memset(buf, rank, sizes[1]);
 	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
 		for (int round = 0; round < ROUNDS; round++) {
-			struct st_ep e;
+			struct et_ep e;
 
-			if (st_open(&e, &o))
+			if (et_open(&e, &o))
 				return 2;
 			if (rank == 0)
 				sender(&e, buf, sizes[s]);
@@ -90,8 +90,8 @@ static int proc(int rank, int nprocs, void *arg)
 				receiver(&e, buf, sizes[s]);
 			/* The receiver closes at once; the sender once all
 			 * its sends are accounted for. */
-			CHECK_INT(st_close(&e), 0);
-			st_barrier();
+			CHECK_INT(et_close(&e), 0);
+			et_barrier();
 		}
 	}
 	free(buf);
@@ -100,5 +100,5 @@ static int proc(int rank, int nprocs, void *arg)
 
 int main(void)
 {
-	return st_run("close_after_recv", 2, 240, proc, NULL, 0);
+	return et_run("close_after_recv", 2, 240, proc, NULL, 0);
 }

@@ -2,11 +2,11 @@
  * every one checked for content and counted: nothing lost, duplicated or
  * corrupted, within a bounded time; with CMA and with the fallback.
  *
- * Usage: shm_stress [TOTAL_MESSAGES [MAX_SIZE [PROCESSES]]], defaults 80000,
- * 256 KiB and 4 (20,000 sent by each process: the shm/stress test).
- * shm/stress_1m runs 1000000 4194304: 250,000 sent by each process,
- * 1 B .. 4 MiB.  tcp/stress_1m runs 1000000 1048576 8 over the tcp provider
- * (LOOM_TEST_PROV=tcp), where there is one half only: CMA is shm's.
+ * Usage: ep_stress [TOTAL_MESSAGES [MAX_SIZE [PROCESSES]]], defaults 80000,
+ * 256 KiB and 4 (20,000 sent by each process: the ep/stress/<provider>
+ * tests).  shm/stress_1m runs 1000000 4194304: 250,000 sent by each
+ * process, 1 B .. 4 MiB.  tcp/stress_1m runs 1000000 1048576 8 over the tcp
+ * provider (LOOM_TEST_PROV=tcp), where there is one half only: CMA is shm's.
  *
  * Sizes.  A message first draws a size class k, then a size uniformly in
  * the class: class 0 is 1 B, class k >= 1 is (2^(k-1), 2^k] bytes, the top
@@ -43,7 +43,7 @@
 #include <sys/uio.h>
 
 #include "check.h"
-#include "shmtest.h"
+#include "eptest.h"
 
 #define MAX_PROC  16
 #define DEF_TOTAL 80000        /* messages sent by all, default */
@@ -54,7 +54,7 @@
 #define BIG_TX    (32u << 20)  /* bytes of big send buffers per process */
 #define RX_MEM    (64u << 20)  /* bytes of receive buffers per process */
 
-static struct st_ep E;
+static struct et_ep E;
 static unsigned g_total = DEF_TOTAL;
 static size_t g_max = DEF_MAXSZ;
 static int g_top;             /* highest size class */
@@ -216,8 +216,8 @@ static void push(struct slot **list, struct slot *s)
 
 static const char *half(void)
 {
-	if (strcmp(st_prov(), "shm"))
-		return st_prov();
+	if (strcmp(et_prov(), "shm"))
+		return et_prov();
 	return g_cma ? "CMA" : "no CMA";
 }
 
@@ -262,7 +262,7 @@ static bool cma_works(int peer)
 
 static int proc(int rank, int nprocs, void *arg)
 {
-	struct st_opts o = {.split_cq = true, .cq_size = 256};
+	struct et_opts o = {.split_cq = true, .cq_size = 256};
 	size_t small_cap = g_max < SMALL_CAP ? g_max : SMALL_CAP;
 	unsigned nbig = g_max > SMALL_CAP ? BIG_TX / g_max : 0;
 	unsigned nrx = RX_MEM / g_max, per = per_of(rank);
@@ -281,7 +281,7 @@ static int proc(int rank, int nprocs, void *arg)
 		nrx = WINDOW;
 	if (nrx < 16)
 		nrx = 16;
-	if (st_open(&E, &o))
+	if (et_open(&E, &o))
 		return 2;
 	if (g_cma)
 		CHECK(cma_works((rank + 1) % g_nproc));
@@ -310,11 +310,11 @@ static int proc(int rank, int nprocs, void *arg)
 	}
 	if (check_failures)
 		return 1;
-	st_barrier();
-	t0 = st_now_us();
+	et_barrier();
+	t0 = et_now_us();
 	/* Generous: the release build needs a tenth of this. */
 	end = t0 + (g_total <= DEF_TOTAL && g_max <= DEF_MAXSZ ? 150 : 270) * 1000000ull;
-	while ((sent_done < per || received < expect) && st_now_us() < end) {
+	while ((sent_done < per || received < expect) && et_now_us() < end) {
 		struct fi_cq_tagged_entry c[16];
 		fi_addr_t src[16];
 		bool busy = false;
@@ -447,7 +447,7 @@ static int proc(int rank, int nprocs, void *arg)
 		fprintf(stderr,
 		        "rank %d (%s): stuck after %.1f s: %u of %u sent (%u posted), "
 		        "%u of %u received\n",
-		        rank, half(), (st_now_us() - t0) / 1e6, sent_done, per, sent,
+		        rank, half(), (et_now_us() - t0) / 1e6, sent_done, per, sent,
 		        received, expect);
 		for (unsigned i = 0; i < WINDOW + nbig; i++)
 			if (txs[i].busy)
@@ -476,10 +476,10 @@ static int proc(int rank, int nprocs, void *arg)
 		if (s != rank)
 			CHECK_INT(got_from[s], count_to(s, rank));
 	fprintf(stderr, "rank %d (%s): %u sent, %u received (%.2f GB) in %.2f s\n", rank,
-	        half(), sent_done, received, bytes_in / 1e9, (st_now_us() - t0) / 1e6);
+	        half(), sent_done, received, bytes_in / 1e9, (et_now_us() - t0) / 1e6);
 	/* Everyone done before anyone leaves: late receivers still need us. */
-	st_barrier();
-	CHECK_INT(st_close(&E), 0);
+	et_barrier();
+	CHECK_INT(et_close(&E), 0);
 	for (unsigned i = 0; i < WINDOW + nbig; i++)
 		free(txs[i].buf);
 	for (unsigned i = 0; i < nrx; i++)
@@ -532,14 +532,14 @@ int main(int argc, char **argv)
 	if (g_total > DEF_TOTAL || g_max > DEF_MAXSZ)
 		tmo = 290; /* two halves within meson's 600 s */
 	fprintf(stderr, "%u messages, 1 B .. %zu B, %d processes\n", g_total, g_max, g_nproc);
-	if (strcmp(st_prov(), "shm")) {
+	if (strcmp(et_prov(), "shm")) {
 		tmo = 580;
-		return st_run("stress", g_nproc, tmo, proc, NULL, 0);
+		return et_run("stress", g_nproc, tmo, proc, NULL, 0);
 	}
 	g_cma = true;
-	bad = st_run("stress (CMA)", g_nproc, tmo, proc, NULL, 0);
+	bad = et_run("stress (CMA)", g_nproc, tmo, proc, NULL, 0);
 	setenv("FI_SHM_DISABLE_CMA", "1", 1);
 	g_cma = false;
-	bad |= st_run("stress (no CMA)", g_nproc, tmo, proc, NULL, 0);
+	bad |= et_run("stress (no CMA)", g_nproc, tmo, proc, NULL, 0);
 	return bad;
 }

@@ -32,7 +32,7 @@
 #include <rdma/fi_rma.h>
 
 #include "check.h"
-#include "shmtest.h"
+#include "eptest.h"
 
 #define RECVER 0
 #define SENDER 1
@@ -76,7 +76,7 @@ static struct shared *sh;
 
 static bool is_tcp(void)
 {
-	return !strcmp(st_prov(), "tcp");
+	return !strcmp(et_prov(), "tcp");
 }
 
 static uint64_t seed_of(const struct cell *c, int i)
@@ -87,21 +87,21 @@ static uint64_t seed_of(const struct cell *c, int i)
 /* Until the sender has ended.  On tcp the receiver's progress accepts
  * the sender's connection (manual progress), so it progresses, with no
  * receive posted; on shm it does nothing at all. */
-static void wait_gone(struct st_ep *e, pid_t pid)
+static void wait_gone(struct et_ep *e, pid_t pid)
 {
-	uint64_t end = st_now_us() + GONE_MS * 1000ull;
+	uint64_t end = et_now_us() + GONE_MS * 1000ull;
 
-	while (!st_gone(pid) && st_now_us() < end) {
+	while (!et_gone(pid) && et_now_us() < end) {
 		if (is_tcp())
-			st_progress(e);
+			et_progress(e);
 		usleep(2000);
 	}
-	CHECK(st_gone(pid));
+	CHECK(et_gone(pid));
 }
 
 /* ---- the sender ---------------------------------------------------------------- */
 
-static ssize_t post_one(struct st_ep *e, const struct cell *c, char *buf, int i,
+static ssize_t post_one(struct et_ep *e, const struct cell *c, char *buf, int i,
                         void *ctx)
 {
 	fi_addr_t to = e->addr[RECVER];
@@ -125,40 +125,40 @@ static ssize_t post_one(struct st_ep *e, const struct cell *c, char *buf, int i,
 	return -FI_EINVAL;
 }
 
-static ssize_t post_retry(struct st_ep *e, const struct cell *c, char *buf, int i,
+static ssize_t post_retry(struct et_ep *e, const struct cell *c, char *buf, int i,
                           void *ctx)
 {
-	uint64_t end = st_now_us() + SEND_MS * 1000ull;
+	uint64_t end = et_now_us() + SEND_MS * 1000ull;
 	ssize_t r;
 
-	while ((r = post_one(e, c, buf, i, ctx)) == -FI_EAGAIN && st_now_us() < end)
-		st_progress(e);
+	while ((r = post_one(e, c, buf, i, ctx)) == -FI_EAGAIN && et_now_us() < end)
+		et_progress(e);
 	return r;
 }
 
-static void sender(struct st_ep *e, const struct cell *c)
+static void sender(struct et_ep *e, const struct cell *c)
 {
 	char *buf = malloc(c->size < 8 ? 8 : c->size);
 	static char extra[EXTRA][4096];
 	struct fi_cq_tagged_entry ent;
-	uint64_t end = st_now_us() + SEND_MS * 1000ull;
+	uint64_t end = et_now_us() + SEND_MS * 1000ull;
 	int done = 0;
 
 	if (!buf) {
 		CHECK(0);
 		return;
 	}
-	while (c->post == POST_BEFORE && !atomic_load(&sh->posted) && st_now_us() < end)
+	while (c->post == POST_BEFORE && !atomic_load(&sh->posted) && et_now_us() < end)
 		sched_yield();
 	for (int i = 0; i < c->count; i++) {
 		ssize_t r;
 
-		st_fill(buf, c->size, seed_of(c, i));
+		et_fill(buf, c->size, seed_of(c, i));
 		r = post_retry(e, c, buf, i, NULL);
 		CHECK_INT(r, 0);
 		if (r)
 			break;
-		r = st_read(e->txcq, &ent, NULL, NULL, NULL,
+		r = et_read(e->txcq, &ent, NULL, NULL, NULL,
 		            c->post == POST_AFTER ? NEED_RX_MS : SEND_MS);
 		if (r == -FI_ETIMEDOUT && c->post == POST_AFTER)
 			break; /* needs the receiver, who is not looking: outstanding */
@@ -170,7 +170,7 @@ static void sender(struct st_ep *e, const struct cell *c)
 	atomic_store(&sh->done, done);
 	/* A few more not waited for: each may arrive or not, never in part. */
 	for (int j = 0; c->kind == K_MSG && j < EXTRA; j++) {
-		st_fill(extra[j], sizeof(extra[j]), EXTRA_TAG + seed_of(c, j));
+		et_fill(extra[j], sizeof(extra[j]), EXTRA_TAG + seed_of(c, j));
 		CHECK_INT(fi_tsend(e->ep, extra[j], sizeof(extra[j]), NULL, e->addr[RECVER],
 		                   EXTRA_TAG + seed_of(c, j), NULL),
 		          0);
@@ -191,7 +191,7 @@ struct slot {
 	fi_addr_t src;
 };
 
-static void post_recvs(struct st_ep *e, const struct cell *c, char *mem, char *xmem,
+static void post_recvs(struct et_ep *e, const struct cell *c, char *mem, char *xmem,
                        struct slot *s)
 {
 	for (int i = 0; i < c->count; i++) {
@@ -210,12 +210,12 @@ static void post_recvs(struct st_ep *e, const struct cell *c, char *mem, char *x
 
 /* Read the receive CQ until every slot is done, or the sender is gone,
  * its count known and nothing came for GRACE_MS. */
-static void collect(struct st_ep *e, const struct cell *c, struct slot *s, int nslots)
+static void collect(struct et_ep *e, const struct cell *c, struct slot *s, int nslots)
 {
-	uint64_t end = st_now_us() + RECV_MS * 1000ull, quiet_since = st_now_us();
+	uint64_t end = et_now_us() + RECV_MS * 1000ull, quiet_since = et_now_us();
 	int open = nslots;
 
-	while (open && st_now_us() < end) {
+	while (open && et_now_us() < end) {
 		struct fi_cq_tagged_entry ent;
 		struct fi_cq_err_entry err;
 		fi_addr_t src = FI_ADDR_NOTAVAIL;
@@ -223,13 +223,13 @@ static void collect(struct st_ep *e, const struct cell *c, struct slot *s, int n
 		struct slot *sl;
 
 		if (r == -FI_EAGAIN) {
-			if (st_now_us() - quiet_since > GRACE_MS * 1000ull &&
-			    atomic_load(&sh->done) >= 0 && st_gone(e->pid[SENDER]))
+			if (et_now_us() - quiet_since > GRACE_MS * 1000ull &&
+			    atomic_load(&sh->done) >= 0 && et_gone(e->pid[SENDER]))
 				break;
 			sched_yield();
 			continue;
 		}
-		quiet_since = st_now_us();
+		quiet_since = et_now_us();
 		if (r == -FI_EAVAIL) {
 			memset(&err, 0, sizeof(err));
 			CHECK_INT(fi_cq_readerr(e->rxcq, &err, 0), 1);
@@ -262,7 +262,7 @@ static void collect(struct st_ep *e, const struct cell *c, struct slot *s, int n
 
 /* Every slot the sender saw complete arrived whole; the others arrived
  * whole or not at all. */
-static void check_msgs(struct st_ep *e, const struct cell *c, const char *mem,
+static void check_msgs(struct et_ep *e, const struct cell *c, const char *mem,
                        const char *xmem, const struct slot *s, int done)
 {
 	for (int i = 0; i < c->count + EXTRA; i++) {
@@ -283,7 +283,7 @@ static void check_msgs(struct st_ep *e, const struct cell *c, const char *mem,
 			continue;
 		CHECK_INT(s[i].len, len);
 		CHECK_INT(s[i].src, e->addr[SENDER]);
-		bad = st_verify(b, len, seed);
+		bad = et_verify(b, len, seed);
 		if (bad != (size_t)-1) {
 			fprintf(stderr, "message %d (%zu B) differs at %zu\n", i, len, bad);
 			CHECK(0);
@@ -292,16 +292,16 @@ static void check_msgs(struct st_ep *e, const struct cell *c, const char *mem,
 }
 
 /* Nothing more comes: no duplicate matches a fresh receive of either kind. */
-static void check_no_more(struct st_ep *e)
+static void check_no_more(struct et_ep *e)
 {
-	int n = st_stray(e, 50);
+	int n = et_stray(e, 50);
 
 	if (n)
 		fprintf(stderr, "%d message(s) more than were sent\n", n);
 	CHECK_INT(n, 0);
 }
 
-static void recv_msgs(struct st_ep *e, const struct cell *c)
+static void recv_msgs(struct et_ep *e, const struct cell *c)
 {
 	int nslots = c->count + EXTRA;
 	char *mem = malloc((size_t)c->count * c->size), *xmem = malloc(EXTRA * 4096);
@@ -328,7 +328,7 @@ static void recv_msgs(struct st_ep *e, const struct cell *c)
 	{
 		struct fi_cq_tagged_entry ent;
 
-		while (st_read(e->rxcq, &ent, NULL, NULL, NULL, 10) != -FI_ETIMEDOUT)
+		while (et_read(e->rxcq, &ent, NULL, NULL, NULL, 10) != -FI_ETIMEDOUT)
 			;
 	}
 	check_no_more(e);
@@ -340,7 +340,7 @@ out:
 
 /* The target of RMA: the first done writes landed (whole), every CQ data
  * entry of theirs came, the atomic counter holds their sum. */
-static void recv_rma(struct st_ep *e, const struct cell *c, char *mem, uint64_t *ctr)
+static void recv_rma(struct et_ep *e, const struct cell *c, char *mem, uint64_t *ctr)
 {
 	uint64_t end, want = 0, want_more;
 	int done, data_seen = 0;
@@ -353,10 +353,10 @@ static void recv_rma(struct st_ep *e, const struct cell *c, char *mem, uint64_t 
 	atomic_store(&sh->posted, 1);
 	if (c->post == POST_AFTER)
 		wait_gone(e, e->pid[SENDER]);
-	end = st_now_us() + RECV_MS * 1000ull;
-	while ((atomic_load(&sh->done) < 0 || !st_gone(e->pid[SENDER])) &&
-	       st_now_us() < end)
-		st_progress(e);
+	end = et_now_us() + RECV_MS * 1000ull;
+	while ((atomic_load(&sh->done) < 0 || !et_gone(e->pid[SENDER])) &&
+	       et_now_us() < end)
+		et_progress(e);
 	done = atomic_load(&sh->done);
 	CHECK(done >= 0);
 	for (int i = 0; i < done; i++)
@@ -385,12 +385,12 @@ static void recv_rma(struct st_ep *e, const struct cell *c, char *mem, uint64_t 
 			ok = v == want || (done < c->count && v == want_more);
 		} else {
 			for (int i = 0; i < done && ok; i++)
-				ok = st_verify(mem + (size_t)i * c->size, c->size, seed_of(c, i)) ==
+				ok = et_verify(mem + (size_t)i * c->size, c->size, seed_of(c, i)) ==
 				     (size_t)-1;
 			if (c->kind == K_WRITEDATA)
 				ok = ok && data_seen == done;
 		}
-		if (ok || st_now_us() > end) {
+		if (ok || et_now_us() > end) {
 			if (!ok)
 				fprintf(stderr, "%s: completed operations of %zu B missing at the target\n",
 				        kind_name[c->kind], c->size);
@@ -407,16 +407,16 @@ static int proc(int rank, int nprocs, void *arg)
 {
 	const struct cell *c = arg;
 	bool rma = c->kind != K_MSG;
-	struct st_opts o = {.caps = rma ? FI_MSG | FI_TAGGED | FI_SOURCE | FI_RMA | FI_ATOMIC |
+	struct et_opts o = {.caps = rma ? FI_MSG | FI_TAGGED | FI_SOURCE | FI_RMA | FI_ATOMIC |
 	                                      FI_WRITE | FI_REMOTE_WRITE
 	                                : 0};
-	struct st_ep e;
+	struct et_ep e;
 	struct fid_mr *mr = NULL, *cmr = NULL;
 	char *mem = NULL;
 	uint64_t *ctr = NULL;
 
 	(void)nprocs;
-	if (st_open(&e, &o))
+	if (et_open(&e, &o))
 		return 2;
 	if (rma && rank == RECVER) {
 		mem = calloc(1, (size_t)c->count * c->size);
@@ -437,10 +437,10 @@ static int proc(int rank, int nprocs, void *arg)
 		sh->ctr_key = fi_mr_key(cmr);
 		atomic_store(&sh->keys_set, 1);
 	}
-	CHECK_INT(st_barrier(), 0); /* keys published; nothing sent yet */
+	CHECK_INT(et_barrier(), 0); /* keys published; nothing sent yet */
 	if (rank == SENDER) {
 		sender(&e, c);
-		CHECK_INT(st_close(&e), 0);
+		CHECK_INT(et_close(&e), 0);
 		return check_done();
 	}
 	if (rma)
@@ -452,7 +452,7 @@ static int proc(int rank, int nprocs, void *arg)
 		CHECK_INT(fi_close(&mr->fid), 0);
 	if (cmr)
 		CHECK_INT(fi_close(&cmr->fid), 0);
-	CHECK_INT(st_close(&e), 0);
+	CHECK_INT(et_close(&e), 0);
 	free(mem);
 	free(ctr);
 	return check_done();
@@ -467,7 +467,7 @@ static int run_cell(struct cell *c)
 	snprintf(what, sizeof(what), "nothing_lost %s %zu B x%d, sender %s, receiver %s",
 	         kind_name[c->kind], c->size, c->count, end_name[c->end],
 	         post_name[c->post]);
-	return st_run(what, 2, 120, proc, c, 1u << SENDER);
+	return et_run(what, 2, 120, proc, c, 1u << SENDER);
 }
 
 /* Every ending and posting for one kind, size and count. */
@@ -489,7 +489,7 @@ static int run_all(enum kind k, size_t size, int count, unsigned *id)
 int main(void)
 {
 	const size_t *sizes;
-	size_t nsizes = st_edge_sizes(&sizes);
+	size_t nsizes = et_edge_sizes(&sizes);
 	const size_t rma_sizes[] = {8, 4097, 65537, 1u << 20};
 	unsigned id = 0;
 	int bad = 0;

@@ -10,14 +10,14 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "shmtest.h"
+#include "eptest.h"
 
 #define SURV       0
 #define VICTIM     1
 #define BIG        ((size_t)64 << 20)
 #define MAX_ERR_US (10 * 1000000ull) /* kill -> error entry */
 
-static struct st_ep E;
+static struct et_ep E;
 
 /* The error entry for an operation on the dead peer: FI_EIO, and a text
  * that names it. */
@@ -43,7 +43,7 @@ static void check_peer_error(const struct fi_cq_err_entry *err, struct fid_cq *c
 static uint64_t sread_error(struct fid_cq *cq, struct fi_cq_err_entry *err)
 {
 	struct fi_cq_tagged_entry c;
-	uint64_t t0 = st_now_us();
+	uint64_t t0 = et_now_us();
 	ssize_t r;
 
 	/* One sleep: nobody rings for a dead peer, so this also proves the
@@ -53,20 +53,20 @@ static uint64_t sread_error(struct fid_cq *cq, struct fi_cq_err_entry *err)
 	memset(err, 0, sizeof(*err));
 	if (r == -FI_EAVAIL)
 		CHECK_INT(fi_cq_readerr(cq, err, 0), 1);
-	return st_now_us() - t0;
+	return et_now_us() - t0;
 }
 
 /* After the victim is gone: its region is reclaimed by the next endpoint
  * opened on the host, and ours goes when we close. */
 static void check_regions(void)
 {
-	struct st_ep lone;
+	struct et_ep lone;
 	pid_t me = getpid();
 
-	CHECK_INT(st_open_local(&lone, NULL), 0);
-	CHECK_INT(st_regions_of(E.pid[VICTIM]), 0);
-	CHECK_INT(st_close(&lone), 0);
-	CHECK_INT(st_regions_of(me), 0);
+	CHECK_INT(et_open_local(&lone, NULL), 0);
+	CHECK_INT(et_regions_of(E.pid[VICTIM]), 0);
+	CHECK_INT(et_close(&lone), 0);
+	CHECK_INT(et_regions_of(me), 0);
 }
 
 /* ---- the victim sends a big message and is killed half way ---------------- */
@@ -76,8 +76,8 @@ static int victim_sends(void)
 	char *buf = malloc(BIG);
 	struct fi_cq_tagged_entry c;
 
-	st_fill(buf, BIG, 5);
-	st_barrier();
+	et_fill(buf, BIG, 5);
+	et_barrier();
 	CHECK_INT(fi_send(E.ep, buf, BIG, NULL, E.addr[SURV], NULL), 0);
 	/* Streaming needs the sender's progress: a few passes move at most a
 	 * few bounce-buffer loads (4 MiB each), far from all of BIG, then the
@@ -109,15 +109,15 @@ static void survivor_receives(void)
 		                     &sctx[i]),
 		    0);
 	/* Bytes to watch: ones the message does not leave zero. */
-	st_fill(ref, BIG, 5);
+	et_fill(ref, BIG, 5);
 	while (!ref[mid])
 		mid++;
 	while (!ref[last])
 		last--;
-	st_barrier();
+	et_barrier();
 	/* Kill it once some of the data is here and much is not. */
-	t0 = st_now_us();
-	while (buf[mid] != ref[mid] && st_now_us() - t0 < 20000000)
+	t0 = et_now_us();
+	while (buf[mid] != ref[mid] && et_now_us() - t0 < 20000000)
 		fi_cq_read(E.rxcq, NULL, 0);
 	CHECK(buf[mid] == ref[mid]);
 	CHECK(buf[last] != ref[last]);
@@ -132,10 +132,10 @@ static void survivor_receives(void)
 	/* The other receives are still posted and can be cancelled. */
 	for (int i = 0; i < 4; i++) {
 		CHECK_INT(fi_cancel(&E.ep->fid, &sctx[i]), 0);
-		CHECK_INT(st_read(E.rxcq, &c, NULL, &err, NULL, 5000), -FI_EAVAIL);
+		CHECK_INT(et_read(E.rxcq, &c, NULL, &err, NULL, 5000), -FI_EAVAIL);
 		CHECK_INT(err.err, FI_ECANCELED);
 	}
-	CHECK_INT(st_close(&E), 0);
+	CHECK_INT(et_close(&E), 0);
 	check_regions();
 	free(buf);
 	free(ref);
@@ -149,21 +149,21 @@ static int victim_stalls(void)
 {
 	static char buf[256];
 	struct fi_cq_tagged_entry c;
-	uint64_t all[ST_MAX_PROCS * ST_SLOT / 8];
+	uint64_t all[ET_MAX_PROCS * ET_SLOT / 8];
 	unsigned n = 0;
 
 	/* Not reading while the survivor fills our queue. */
-	st_barrier();
-	st_allgather("", 0, all);
+	et_barrier();
+	et_allgather("", 0, all);
 	/* Now take everything it managed to send. */
 	while (n < all[0]) {
 		if (fi_recv(E.ep, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, NULL))
 			return 3;
-		if (st_read(E.rxcq, &c, NULL, NULL, NULL, 20000) != 1)
+		if (et_read(E.rxcq, &c, NULL, NULL, NULL, 20000) != 1)
 			return 4;
 		n++;
 	}
-	st_barrier();
+	et_barrier();
 	sleep(60); /* never posts another receive: the big sends wait */
 	return 5;
 }
@@ -174,11 +174,11 @@ static void survivor_sends(void)
 	char *big = malloc((size_t)4 << 20);
 	struct fi_cq_tagged_entry c;
 	struct fi_cq_err_entry err;
-	uint64_t sent = 0, done = 0, t0, all[ST_MAX_PROCS * ST_SLOT / 8];
+	uint64_t sent = 0, done = 0, t0, all[ET_MAX_PROCS * ET_SLOT / 8];
 	int bctx[3], after;
 	ssize_t r = 0;
 
-	st_barrier();
+	et_barrier();
 	/* Flood a peer that does not read: -FI_EAGAIN, not a hang. */
 	while (sent < FLOOD) {
 		r = fi_send(E.ep, small, sizeof(small), NULL, E.addr[VICTIM], NULL);
@@ -190,14 +190,14 @@ static void survivor_sends(void)
 	}
 	CHECK_INT(r, -FI_EAGAIN);
 	CHECK(sent < FLOOD);
-	st_allgather(&sent, sizeof(sent), all);
+	et_allgather(&sent, sizeof(sent), all);
 	/* It reads now: everything completes. */
-	t0 = st_now_us();
-	while (done < sent && st_now_us() - t0 < 20000000)
+	t0 = et_now_us();
+	while (done < sent && et_now_us() - t0 < 20000000)
 		if (fi_cq_read(E.txcq, &c, 1) == 1)
 			done++;
 	CHECK_INT(done, sent);
-	st_barrier();
+	et_barrier();
 	fprintf(stderr, "full queue after %llu sends, then all completed\n",
 	        (unsigned long long)sent);
 
@@ -230,18 +230,18 @@ static void survivor_sends(void)
 	} else {
 		CHECK(r < 0 && r != -FI_EAGAIN);
 	}
-	CHECK_INT(st_close(&E), 0);
+	CHECK_INT(et_close(&E), 0);
 	check_regions();
 	free(big);
 }
 
 static int proc(int rank, int nprocs, void *arg)
 {
-	struct st_opts o = {.wait = FI_WAIT_FD, .split_cq = true};
+	struct et_opts o = {.wait = FI_WAIT_FD, .split_cq = true};
 	bool victim_is_sender = *(bool *)arg;
 
 	(void)nprocs;
-	if (st_open(&E, &o))
+	if (et_open(&E, &o))
 		return 2;
 	if (rank == VICTIM)
 		return victim_is_sender ? victim_sends() : victim_stalls();
@@ -260,13 +260,13 @@ int main(void)
 	/* Without CMA the big message streams through bounce buffers, so it
 	 * can be caught half way. */
 	setenv("FI_SHM_DISABLE_CMA", "1", 1);
-	bad |= st_run("peer_death (sender killed mid-rendezvous)", 2, 60, proc, &sender,
+	bad |= et_run("peer_death (sender killed mid-rendezvous)", 2, 60, proc, &sender,
 	              1u << VICTIM);
 	unsetenv("FI_SHM_DISABLE_CMA");
-	bad |= st_run("peer_death (receiver killed, sends waiting)", 2, 60, proc,
+	bad |= et_run("peer_death (receiver killed, sends waiting)", 2, 60, proc,
 	              &receiver, 1u << VICTIM);
 	setenv("FI_SHM_DISABLE_CMA", "1", 1);
-	bad |= st_run("peer_death (receiver killed, sends waiting, no CMA)", 2, 60, proc,
+	bad |= et_run("peer_death (receiver killed, sends waiting, no CMA)", 2, 60, proc,
 	              &receiver, 1u << VICTIM);
 	return bad;
 }

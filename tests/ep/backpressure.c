@@ -3,7 +3,7 @@
  * pushing 96 MiB of eager messages at an endpoint that keeps progressing
  * but posts nothing gets -FI_EAGAIN after a bounded amount, and once the
  * receives are posted every message arrives once, intact, in the buffer
- * posted for it.  Runs on shm and, with LOOM_TEST_PROV=tcp, on tcp. */
+ * posted for it.  Runs on every provider of the tests/ep matrix. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -19,7 +19,7 @@
 #define WAIT_US (300 * 1000ull) /* the receiver progresses without posting */
 #define DONE    (1ull << 40)    /* tag of the receiver's "all here" */
 
-static struct st_ep E;
+static struct et_ep E;
 
 /* fi_tinject: the buffer is free again when the call returns, and a
  * full transport answers -FI_EAGAIN. */
@@ -33,17 +33,17 @@ static void sender(void)
 	CHECK_INT(
 	    fi_trecv(E.ep, &done_word, sizeof(done_word), NULL, E.addr[1], DONE, 0, NULL),
 	    0);
-	st_barrier();
-	start = st_now_us();
+	et_barrier();
+	start = et_now_us();
 	end = start + TMO_US;
-	while (sent < N && st_now_us() < end) {
+	while (sent < N && et_now_us() < end) {
 		ssize_t r;
 
-		st_fill(buf, MSG, sent);
+		et_fill(buf, MSG, sent);
 		r = fi_tinject(E.ep, buf, MSG, E.addr[1], sent);
 		if (r == -FI_EAGAIN) {
 			eagain++;
-			st_progress(&E);
+			et_progress(&E);
 			continue;
 		}
 		CHECK_INT(r, 0);
@@ -51,13 +51,13 @@ static void sender(void)
 			break;
 		sent++;
 		/* Well inside the receiver's time without receives posted. */
-		if (st_now_us() - start < WAIT_US * 3 / 4)
+		if (et_now_us() - start < WAIT_US * 3 / 4)
 			in_window = sent;
 	}
 	/* Manual progress: what the transport did not take yet waits in
 	 * this endpoint until it is driven, so drive it until the receiver
 	 * says it has everything. */
-	while (st_now_us() < end) {
+	while (et_now_us() < end) {
 		struct fi_cq_tagged_entry c;
 
 		if (fi_cq_read(E.rxcq, &c, 1) == 1) {
@@ -77,7 +77,7 @@ static void sender(void)
 static void receiver(void)
 {
 	char *bufs = malloc((size_t)64 * MSG);
-	uint64_t until, end = st_now_us() + TMO_US;
+	uint64_t until, end = et_now_us() + TMO_US;
 	size_t posted = 0, got = 0;
 	struct fi_cq_tagged_entry c;
 	/* Message t goes to slot t % 64, posted once the slot is free again.
@@ -88,14 +88,14 @@ static void receiver(void)
 	unsigned char *seen = calloc(N, 1);
 	uint64_t busy = 0; /* slots with a receive posted */
 
-	st_barrier();
+	et_barrier();
 	/* Progress without posting: everything that arrives is unexpected. */
-	until = st_now_us() + WAIT_US;
-	while (st_now_us() < until) {
+	until = et_now_us() + WAIT_US;
+	while (et_now_us() < until) {
 		CHECK_INT(fi_cq_read(E.rxcq, &c, 1), -FI_EAGAIN);
 		usleep(100);
 	}
-	while (got < N && st_now_us() < end) {
+	while (got < N && et_now_us() < end) {
 		ssize_t n;
 
 		while (posted < N && !(busy >> (posted % 64) & 1)) {
@@ -118,7 +118,7 @@ static void receiver(void)
 			CHECK_INT(c.len, MSG);
 			if (c.tag < N)
 				seen[c.tag] = 1;
-			if (st_verify(bufs + slot * MSG, MSG, c.tag) != (size_t)-1) {
+			if (et_verify(bufs + slot * MSG, MSG, c.tag) != (size_t)-1) {
 				fprintf(stderr, "message %llu differs\n",
 				        (unsigned long long)c.tag);
 				CHECK(0);
@@ -131,7 +131,7 @@ static void receiver(void)
 		}
 	}
 	CHECK_INT(got, N);
-	st_say_done(&E, E.addr[0], DONE);
+	et_say_done(&E, E.addr[0], DONE);
 	free(seen);
 	free(bufs);
 }
@@ -139,13 +139,13 @@ static void receiver(void)
 static int proc(int rank, int nprocs, void *arg)
 {
 	static void (*const side[2])(void) = {sender, receiver};
-	struct st_opts o = {.caps = FI_TAGGED, .unexp_max = LIMIT, .split_cq = true};
+	struct et_opts o = {.caps = FI_TAGGED, .unexp_max = LIMIT, .split_cq = true};
 
 	(void)nprocs, (void)arg;
-	return st_pair(&E, &o, rank, side);
+	return et_pair(&E, &o, rank, side);
 }
 
 int main(void)
 {
-	return st_run("backpressure", 2, 120, proc, NULL, 0);
+	return et_run("backpressure", 2, 120, proc, NULL, 0);
 }

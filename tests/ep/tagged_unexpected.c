@@ -6,14 +6,14 @@
 #include <string.h>
 
 #include "check.h"
-#include "shmtest.h"
+#include "eptest.h"
 
 #define RECV 0
 #define TMO  20000
 #define N    3000
 #define DONE 0xd0d0d0d0ULL
 
-static struct st_ep E;
+static struct et_ep E;
 
 /* Message i of the big batch: its tag (group in the high half) and size. */
 static uint64_t tag_of(unsigned i)
@@ -54,20 +54,20 @@ static unsigned tx_drain(void)
 static ssize_t tsend_retry(void *buf, size_t len, fi_addr_t to, uint64_t tag, void *ctx,
                            unsigned *done)
 {
-	uint64_t end = st_now_us() + TMO * 1000ull;
+	uint64_t end = et_now_us() + TMO * 1000ull;
 	ssize_t r;
 
 	while ((r = fi_tsend(E.ep, buf, len, NULL, to, tag, ctx)) == -FI_EAGAIN &&
-	       st_now_us() < end)
+	       et_now_us() < end)
 		*done += tx_drain();
 	return r;
 }
 
 static void wait_tx(unsigned *done, unsigned want)
 {
-	uint64_t end = st_now_us() + TMO * 1000ull;
+	uint64_t end = et_now_us() + TMO * 1000ull;
 
-	while (*done < want && st_now_us() < end)
+	while (*done < want && et_now_us() < end)
 		*done += tx_drain();
 	CHECK_INT(*done, want);
 }
@@ -86,13 +86,13 @@ static void batch(char *buf)
 
 			/* A send owns its buffer until it completes. */
 			off += size_of(t);
-			st_fill(b, size_of(t), t);
+			et_fill(b, size_of(t), t);
 			CHECK_INT(
 			    tsend_retry(b, size_of(t), E.addr[RECV], t, NULL, &done), 0);
 		}
 		CHECK_INT(tsend_retry(buf, 0, E.addr[RECV], DONE, NULL, &done), 0);
 		wait_tx(&done, N + 1);
-		st_barrier();
+		et_barrier();
 	} else if (E.rank == RECV) {
 		struct fi_cq_tagged_entry c;
 		fi_addr_t src;
@@ -101,7 +101,7 @@ static void batch(char *buf)
 
 		/* Only the end marker has a receive: all else is unexpected. */
 		CHECK_INT(fi_trecv(E.ep, buf, 0, NULL, FI_ADDR_UNSPEC, DONE, 0, NULL), 0);
-		CHECK_INT(st_read(E.rxcq, &c, &src, NULL, NULL, 60000), 1);
+		CHECK_INT(et_read(E.rxcq, &c, &src, NULL, NULL, 60000), 1);
 		CHECK_HEX(c.tag, DONE);
 		/* First half of each group by exact tag, newest first. */
 		for (unsigned i = N; i-- > 0;) {
@@ -112,14 +112,14 @@ static void batch(char *buf)
 			CHECK_INT(fi_trecv(E.ep, land, 300000, NULL, FI_ADDR_UNSPEC, t, 0,
 			                   NULL),
 			          0);
-			if (st_read(E.rxcq, &c, &src, NULL, NULL, TMO) != 1) {
+			if (et_read(E.rxcq, &c, &src, NULL, NULL, TMO) != 1) {
 				CHECK(0);
 				return;
 			}
 			CHECK_HEX(c.tag, t);
 			CHECK_INT(c.len, size_of(t));
 			CHECK_INT(src, E.addr[1]);
-			CHECK_INT(st_verify(land, c.len, t), (size_t)-1);
+			CHECK_INT(et_verify(land, c.len, t), (size_t)-1);
 			got++;
 		}
 		/* The rest by group (ignore the low half): each must be the
@@ -139,7 +139,7 @@ static void batch(char *buf)
 			CHECK_INT(fi_trecv(E.ep, land, 300000, NULL, FI_ADDR_UNSPEC,
 			                   (uint64_t)g << 32, 0xffffffffULL, NULL),
 			          0);
-			if (st_read(E.rxcq, &c, &src, NULL, NULL, TMO) != 1) {
+			if (et_read(E.rxcq, &c, &src, NULL, NULL, TMO) != 1) {
 				CHECK(0);
 				return;
 			}
@@ -151,14 +151,14 @@ static void batch(char *buf)
 				return;
 			}
 			CHECK_INT(c.len, size_of(want));
-			CHECK_INT(st_verify(land, c.len, want), (size_t)-1);
+			CHECK_INT(et_verify(land, c.len, want), (size_t)-1);
 			got++;
 		}
 		CHECK_INT(got, N);
 		CHECK_INT(fi_cq_read(E.rxcq, &c, 1), -FI_EAGAIN);
-		st_barrier();
+		et_barrier();
 	} else {
-		st_barrier();
+		et_barrier();
 	}
 }
 
@@ -185,33 +185,33 @@ static void peek(char *buf)
 		unsigned done = 0;
 
 		for (unsigned i = 0; i < 4; i++) {
-			st_fill(buf + i * (2 << 20), lens[i], T + i);
+			et_fill(buf + i * (2 << 20), lens[i], T + i);
 			CHECK_INT(fi_tsenddata(E.ep, buf + i * (2 << 20), lens[i], NULL,
 			                       1000 + i, E.addr[RECV], T + i, NULL),
 			          0);
 		}
-		st_barrier(); /* sent */
+		et_barrier(); /* sent */
 		wait_tx(&done, 4);
-		st_barrier();
+		et_barrier();
 	} else if (E.rank == RECV) {
 		struct fi_context ctx[4];
 		struct fi_cq_tagged_entry c;
 		struct fi_cq_err_entry err;
 		fi_addr_t src;
-		uint64_t end = st_now_us() + TMO * 1000ull;
+		uint64_t end = et_now_us() + TMO * 1000ull;
 		ssize_t r;
 
-		st_barrier();
+		et_barrier();
 		/* A tag nobody sent: FI_ENOMSG, as an error entry. */
 		CHECK_INT(trecvmsg(NULL, 0, T + 9, &ctx[0], FI_PEEK), 0);
-		CHECK_INT(st_read(E.rxcq, &c, NULL, &err, NULL, TMO), -FI_EAVAIL);
+		CHECK_INT(et_read(E.rxcq, &c, NULL, &err, NULL, TMO), -FI_EAVAIL);
 		CHECK_INT(err.err, FI_ENOMSG);
 		CHECK(err.op_context == &ctx[0]);
 		/* Peek T: it may take a few tries until all four arrived. */
 		do {
 			CHECK_INT(trecvmsg(NULL, 0, T, &ctx[0], FI_PEEK), 0);
-			r = st_read(E.rxcq, &c, &src, &err, NULL, TMO);
-		} while (r == -FI_EAVAIL && err.err == FI_ENOMSG && st_now_us() < end);
+			r = et_read(E.rxcq, &c, &src, &err, NULL, TMO);
+		} while (r == -FI_EAVAIL && err.err == FI_ENOMSG && et_now_us() < end);
 		CHECK_INT(r, 1);
 		CHECK(c.op_context == &ctx[0]);
 		CHECK_INT(c.len, lens[0]);
@@ -221,53 +221,53 @@ static void peek(char *buf)
 		CHECK(c.flags & FI_TAGGED);
 		/* Still there: a second peek sees it again. */
 		CHECK_INT(trecvmsg(NULL, 0, T, &ctx[0], FI_PEEK), 0);
-		CHECK_INT(st_read(E.rxcq, &c, NULL, NULL, NULL, TMO), 1);
+		CHECK_INT(et_read(E.rxcq, &c, NULL, NULL, NULL, TMO), 1);
 		CHECK_HEX(c.tag, T);
 		/* Wait until the last (largest) one is in as well. */
 		do {
 			CHECK_INT(trecvmsg(NULL, 0, T + 3, &ctx[3], FI_PEEK), 0);
-			r = st_read(E.rxcq, &c, &src, &err, NULL, TMO);
-		} while (r == -FI_EAVAIL && err.err == FI_ENOMSG && st_now_us() < end);
+			r = et_read(E.rxcq, &c, &src, &err, NULL, TMO);
+		} while (r == -FI_EAVAIL && err.err == FI_ENOMSG && et_now_us() < end);
 		CHECK_INT(r, 1);
 		CHECK_INT(c.len, lens[3]);
 
 		/* Peek + claim T+1, then receive it with FI_CLAIM. */
 		CHECK_INT(trecvmsg(NULL, 0, T + 1, &ctx[1], FI_PEEK | FI_CLAIM), 0);
-		CHECK_INT(st_read(E.rxcq, &c, NULL, NULL, NULL, TMO), 1);
+		CHECK_INT(et_read(E.rxcq, &c, NULL, NULL, NULL, TMO), 1);
 		CHECK(c.op_context == &ctx[1]);
 		CHECK_INT(c.len, lens[1]);
 		/* Claimed: a peek no longer finds it. */
 		CHECK_INT(trecvmsg(NULL, 0, T + 1, &ctx[0], FI_PEEK), 0);
-		CHECK_INT(st_read(E.rxcq, &c, NULL, &err, NULL, TMO), -FI_EAVAIL);
+		CHECK_INT(et_read(E.rxcq, &c, NULL, &err, NULL, TMO), -FI_EAVAIL);
 		CHECK_INT(err.err, FI_ENOMSG);
 		memset(buf, 0, lens[1]);
 		CHECK_INT(trecvmsg(buf, lens[1], T + 1, &ctx[1], FI_CLAIM), 0);
-		CHECK_INT(st_read(E.rxcq, &c, &src, NULL, NULL, TMO), 1);
+		CHECK_INT(et_read(E.rxcq, &c, &src, NULL, NULL, TMO), 1);
 		CHECK(c.op_context == &ctx[1]);
 		CHECK_INT(c.len, lens[1]);
 		CHECK_HEX(c.data, 1001);
 		CHECK_INT(src, E.addr[1]);
-		CHECK_INT(st_verify(buf, lens[1], T + 1), (size_t)-1);
+		CHECK_INT(et_verify(buf, lens[1], T + 1), (size_t)-1);
 
 		/* Peek + discard T+2: gone, with a completion. */
 		CHECK_INT(trecvmsg(NULL, 0, T + 2, &ctx[2], FI_PEEK | FI_DISCARD), 0);
-		CHECK_INT(st_read(E.rxcq, &c, NULL, NULL, NULL, TMO), 1);
+		CHECK_INT(et_read(E.rxcq, &c, NULL, NULL, NULL, TMO), 1);
 		CHECK(c.op_context == &ctx[2]);
 		CHECK_INT(trecvmsg(NULL, 0, T + 2, &ctx[0], FI_PEEK), 0);
-		CHECK_INT(st_read(E.rxcq, &c, NULL, &err, NULL, TMO), -FI_EAVAIL);
+		CHECK_INT(et_read(E.rxcq, &c, NULL, &err, NULL, TMO), -FI_EAVAIL);
 		CHECK_INT(err.err, FI_ENOMSG);
 
 		/* Claim the rendezvous one, then discard it by claim. */
 		CHECK_INT(trecvmsg(NULL, 0, T + 3, &ctx[3], FI_PEEK | FI_CLAIM), 0);
-		CHECK_INT(st_read(E.rxcq, &c, NULL, NULL, NULL, TMO), 1);
+		CHECK_INT(et_read(E.rxcq, &c, NULL, NULL, NULL, TMO), 1);
 		CHECK_INT(trecvmsg(NULL, 0, T + 3, &ctx[3], FI_CLAIM | FI_DISCARD), 0);
-		CHECK_INT(st_read(E.rxcq, &c, NULL, NULL, NULL, TMO), 1);
+		CHECK_INT(et_read(E.rxcq, &c, NULL, NULL, NULL, TMO), 1);
 		CHECK(c.op_context == &ctx[3]);
 		CHECK_INT(fi_cq_read(E.rxcq, &c, 1), -FI_EAGAIN);
-		st_barrier(); /* the sender's four sends complete */
+		et_barrier(); /* the sender's four sends complete */
 	} else {
-		st_barrier();
-		st_barrier();
+		et_barrier();
+		et_barrier();
 	}
 }
 
@@ -287,32 +287,32 @@ static void directed(char *buf)
 			char *b = buf + i * 70000;
 			size_t len = i % 20 == 3 ? 66000 : 8 + i;
 
-			st_fill(b, len, (uint64_t)E.rank << 20 | i);
+			et_fill(b, len, (uint64_t)E.rank << 20 | i);
 			CHECK_INT(tsend_retry(b, len, E.addr[RECV], T, NULL, &done), 0);
 		}
-		st_barrier();
+		et_barrier();
 		wait_tx(&done, K);
 		/* Round 2: receives already posted for rank 1 then rank 2;
 		 * rank 2 sends first and must still land in its own. */
-		st_barrier();
+		et_barrier();
 		if (E.rank == 2) {
-			st_fill(buf, 100, 2222);
+			et_fill(buf, 100, 2222);
 			CHECK_INT(tsend_retry(buf, 100, E.addr[RECV], T, NULL, &done), 0);
 			wait_tx(&done, K + 1);
 		}
-		st_barrier();
+		et_barrier();
 		if (E.rank == 1) {
-			st_fill(buf, 100, 1111);
+			et_fill(buf, 100, 1111);
 			CHECK_INT(tsend_retry(buf, 100, E.addr[RECV], T, NULL, &done), 0);
 			wait_tx(&done, K + 1);
 		}
-		st_barrier();
+		et_barrier();
 	} else {
 		struct fi_cq_tagged_entry c;
 		int ctx1, ctx2;
 		fi_addr_t src;
 
-		st_barrier();
+		et_barrier();
 		/* All of rank 2's first, though rank 1's may have come first. */
 		for (int r = 2; r >= 1; r--) {
 			for (unsigned i = 0; i < K; i++) {
@@ -321,30 +321,30 @@ static void directed(char *buf)
 				CHECK_INT(fi_trecv(E.ep, buf, 70000, NULL, E.addr[r], T,
 				                   0, NULL),
 				          0);
-				if (st_read(E.rxcq, &c, &src, NULL, NULL, TMO) != 1) {
+				if (et_read(E.rxcq, &c, &src, NULL, NULL, TMO) != 1) {
 					CHECK(0);
 					return;
 				}
 				CHECK_INT(src, E.addr[r]);
 				CHECK_INT(c.len, len);
-				CHECK_INT(st_verify(buf, len, (uint64_t)r << 20 | i),
+				CHECK_INT(et_verify(buf, len, (uint64_t)r << 20 | i),
 				          (size_t)-1);
 			}
 		}
 		CHECK_INT(fi_trecv(E.ep, buf, 100, NULL, E.addr[1], T, 0, &ctx1), 0);
 		CHECK_INT(fi_trecv(E.ep, buf + 1000, 100, NULL, E.addr[2], T, 0, &ctx2),
 		          0);
-		st_barrier();
-		CHECK_INT(st_read(E.rxcq, &c, &src, NULL, NULL, TMO), 1);
+		et_barrier();
+		CHECK_INT(et_read(E.rxcq, &c, &src, NULL, NULL, TMO), 1);
 		CHECK(c.op_context == &ctx2);
 		CHECK_INT(src, E.addr[2]);
-		CHECK_INT(st_verify(buf + 1000, 100, 2222), (size_t)-1);
-		st_barrier();
-		CHECK_INT(st_read(E.rxcq, &c, &src, NULL, NULL, TMO), 1);
+		CHECK_INT(et_verify(buf + 1000, 100, 2222), (size_t)-1);
+		et_barrier();
+		CHECK_INT(et_read(E.rxcq, &c, &src, NULL, NULL, TMO), 1);
 		CHECK(c.op_context == &ctx1);
 		CHECK_INT(src, E.addr[1]);
-		CHECK_INT(st_verify(buf, 100, 1111), (size_t)-1);
-		st_barrier();
+		CHECK_INT(et_verify(buf, 100, 1111), (size_t)-1);
+		et_barrier();
 	}
 }
 
@@ -353,21 +353,21 @@ static int proc(int rank, int nprocs, void *arg)
 	char *buf = malloc((size_t)80 << 20);
 
 	(void)rank, (void)nprocs, (void)arg;
-	if (!buf || st_open(&E, NULL))
+	if (!buf || et_open(&E, NULL))
 		return 2;
 	batch(buf);
 	peek(buf);
 	directed(buf);
-	CHECK_INT(st_close(&E), 0);
+	CHECK_INT(et_close(&E), 0);
 	free(buf);
 	return check_done();
 }
 
 int main(void)
 {
-	int bad = st_run("tagged_unexpected", 3, 240, proc, NULL, 0);
+	int bad = et_run("tagged_unexpected", 3, 240, proc, NULL, 0);
 
 	setenv("FI_SHM_DISABLE_CMA", "1", 1);
-	bad |= st_run("tagged_unexpected (no CMA)", 3, 240, proc, NULL, 0);
+	bad |= et_run("tagged_unexpected (no CMA)", 3, 240, proc, NULL, 0);
 	return bad;
 }

@@ -1,8 +1,9 @@
-/* shmtest.h - what the multi-process shm tests share: forking a group of
- * processes under a coordinator (timeouts, reaping, all-gathers), and
- * opening an shm endpoint through the public API with its peers in an AV. */
-#ifndef LOOM_TEST_SHMTEST_H
-#define LOOM_TEST_SHMTEST_H
+/* eptest.h - what the multi-process endpoint tests share: forking a group
+ * of processes under a coordinator (timeouts, reaping, all-gathers), and
+ * opening an RDM endpoint of the provider under test through the public
+ * API with its peers in an AV. */
+#ifndef LOOM_TEST_EPTEST_H
+#define LOOM_TEST_EPTEST_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -16,11 +17,11 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
-#define ST_MAX_PROCS 16
-#define ST_SLOT      64 /* bytes each process contributes to an all-gather */
+#define ET_MAX_PROCS 16
+#define ET_SLOT      64 /* bytes each process contributes to an all-gather */
 
 /* How one endpoint is opened; zero fields take the defaults noted. */
-struct st_opts {
+struct et_opts {
 	uint64_t caps;         /* 0: FI_MSG | FI_TAGGED | FI_SOURCE | FI_DIRECTED_RECV */
 	uint32_t version;      /* API version asked for (0: FI_VERSION(1, 17)) */
 	uint64_t tx_op_flags;  /* tx_attr->op_flags hint */
@@ -33,7 +34,7 @@ struct st_opts {
 	bool no_cma;           /* FI_SHM_DISABLE_CMA=1 for this process */
 	size_t tx_size, rx_size; /* queue depth hints (0: provider's) */
 	size_t cq_size;          /* 0: 4096 */
-	/* 0: FI_CQ_FORMAT_TAGGED; ST_CQ_UNSPEC: FI_CQ_FORMAT_UNSPEC; else that */
+	/* 0: FI_CQ_FORMAT_TAGGED; ET_CQ_UNSPEC: FI_CQ_FORMAT_UNSPEC; else that */
 	int cq_format;
 	/* domain_attr->threading hint (0: none, the provider's) */
 	enum fi_threading threading;
@@ -42,11 +43,11 @@ struct st_opts {
 	const char *setname;
 };
 
-/* st_opts.cq_format asking for FI_CQ_FORMAT_UNSPEC, whose value is the 0
+/* et_opts.cq_format asking for FI_CQ_FORMAT_UNSPEC, whose value is the 0
  * that already means "the tagged default". */
-#define ST_CQ_UNSPEC (-1)
+#define ET_CQ_UNSPEC (-1)
 
-struct st_ep {
+struct et_ep {
 	int rank, nprocs;
 	struct fi_info *info;
 	struct fid_fabric *fabric;
@@ -56,74 +57,74 @@ struct st_ep {
 	struct fid_cq *txcq, *rxcq; /* the same CQ unless split_cq */
 	struct fid_cntr *scntr, *rcntr;
 	struct fid_cntr *rrcntr, *rwcntr; /* remote read / write (remote_cntrs) */
-	char name[ST_SLOT];               /* own FI_ADDR_STR address */
-	fi_addr_t addr[ST_MAX_PROCS];     /* peers by rank (FI_ADDR_NOTAVAIL: gone) */
-	pid_t pid[ST_MAX_PROCS];          /* their process ids */
-	char peer_name[ST_MAX_PROCS][ST_SLOT];
+	char name[ET_SLOT];               /* own FI_ADDR_STR address */
+	fi_addr_t addr[ET_MAX_PROCS];     /* peers by rank (FI_ADDR_NOTAVAIL: gone) */
+	pid_t pid[ET_MAX_PROCS];          /* their process ids */
+	char peer_name[ET_MAX_PROCS][ET_SLOT];
 };
 
 /* Body of one process of a group: returns its exit status (0 = passed). */
-typedef int (*st_fn)(int rank, int nprocs, void *arg);
+typedef int (*et_fn)(int rank, int nprocs, void *arg);
 
 /* Fork nprocs processes running fn(rank), coordinate their all-gathers,
  * kill them all when timeout_s passes, reap every one and report.  Ranks
  * in may_die (bit per rank) may end by SIGKILL.  Returns 0 when every
  * process passed. */
-int st_run(const char *what, int nprocs, int timeout_s, st_fn fn, void *arg,
+int et_run(const char *what, int nprocs, int timeout_s, et_fn fn, void *arg,
            unsigned may_die);
 
-/* In a process: contribute len (<= ST_SLOT) bytes and receive every
- * process's slot (nprocs * ST_SLOT bytes; zeros for processes gone).
+/* In a process: contribute len (<= ET_SLOT) bytes and receive every
+ * process's slot (nprocs * ET_SLOT bytes; zeros for processes gone).
  * Doubles as a barrier. */
-int st_allgather(const void *mine, size_t len, void *all);
-int st_barrier(void);
+int et_allgather(const void *mine, size_t len, void *all);
+int et_barrier(void);
 
-/* The provider under test: $LOOM_TEST_PROV, default "shm" (the same
- * tests run over tcp with FI_TCP_IFACE=lo).  st_open passes
- * $LOOM_TEST_NODE, if set, to fi_getinfo as the source address (::1: the
- * tcp tests over IPv6), and fails unless the endpoint's name starts with
- * $LOOM_TEST_NAME_PREFIX, if set. */
-const char *st_prov(void);
+/* The provider under test: $LOOM_TEST_PROV, default "shm" (tests/meson.build
+ * runs each program of tests/ep once per provider row; tcp with
+ * FI_TCP_IFACE=lo).  et_open passes $LOOM_TEST_NODE, if set, to fi_getinfo
+ * as the source address (::1: the tcp6 row, tcp over IPv6), and fails
+ * unless the endpoint's name starts with $LOOM_TEST_NAME_PREFIX, if set. */
+const char *et_prov(void);
 
 /* Open everything, exchange names with the group (collective) and insert
  * them all, so e->addr[r] is rank r.  Prints what failed; returns 0 or a
  * negative FI_E* code. */
-int st_open(struct st_ep *e, const struct st_opts *o);
+int et_open(struct et_ep *e, const struct et_opts *o);
 /* Same without the exchange: a lone endpoint. */
-int st_open_local(struct st_ep *e, const struct st_opts *o);
+int et_open_local(struct et_ep *e, const struct et_opts *o);
 /* Close whatever is open (NULL members skipped); returns the first error. */
-int st_close(struct st_ep *e);
+int et_close(struct et_ep *e);
 
 /* Read one entry (tagged format) from cq, driving progress, for at most
  * timeout_ms: 1, -FI_EAVAIL with *err filled (err_data copied into
- * errbuf of ST_ERRBUF bytes when given), or -FI_ETIMEDOUT. */
-#define ST_ERRBUF 256
-ssize_t st_read(struct fid_cq *cq, struct fi_cq_tagged_entry *e, fi_addr_t *src,
+ * errbuf of ET_ERRBUF bytes when given), or -FI_ETIMEDOUT. */
+#define ET_ERRBUF 256
+ssize_t et_read(struct fid_cq *cq, struct fi_cq_tagged_entry *e, fi_addr_t *src,
                 struct fi_cq_err_entry *err, char *errbuf, int timeout_ms);
 /* Drive progress (reads nothing): a counter read, or a zero-count CQ read. */
-void st_progress(struct st_ep *e);
+void et_progress(struct et_ep *e);
 
 /* Deterministic content: byte i of message `seed`, and its check. */
-void st_fill(void *buf, size_t len, uint64_t seed);
+void et_fill(void *buf, size_t len, uint64_t seed);
 /* Returns the first differing offset, or (size_t)-1 when all match. */
-size_t st_verify(const void *buf, size_t len, uint64_t seed);
+size_t et_verify(const void *buf, size_t len, uint64_t seed);
 
-uint64_t st_now_us(void);
+uint64_t et_now_us(void);
 
 /* ---- for tests whose peer ends (exits or is killed) ---------------------- */
 
 /* Has process pid ended (exited, or a zombie not yet reaped)? */
-bool st_gone(pid_t pid);
+bool et_gone(pid_t pid);
 /* How many regions process pid has in /dev/shm (loom names them
  * loom-<uid>-<pid>-*); -1 when the directory cannot be read. */
-int st_regions_of(pid_t pid);
+int et_regions_of(pid_t pid);
 /* The message sizes on and one byte either side of every protocol
  * boundary of the provider under test, ascending, then 1 MiB and 16 MiB:
  * sets *sizes, returns how many. */
-size_t st_edge_sizes(const size_t **sizes);
+size_t et_edge_sizes(const size_t **sizes);
 /* Messages more than were sent: post a fresh untagged and a wildcard
  * tagged receive, wait ms for them, cancel them; returns how many were
  * matched (0: nothing more came). */
-int st_stray(struct st_ep *e, int ms);
+int et_stray(struct et_ep *e, int ms);
 
 #endif

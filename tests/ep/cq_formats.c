@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "shmtest.h"
+#include "eptest.h"
 
 #define SENDER   0
 #define RECEIVER 1
@@ -21,16 +21,16 @@
 #define SZ_DATA    sizeof(struct fi_cq_data_entry)
 #define SZ_TAGGED  sizeof(struct fi_cq_tagged_entry)
 
-static struct st_ep E;
+static struct et_ep E;
 static size_t fs; /* entry size of the CQ's format, as established */
 
 /* r = call, retried while it says -FI_EAGAIN (allowed at any time, e.g.
  * while a provider connects), driving progress meanwhile. */
 #define POST(r, call)                                                                    \
 	do {                                                                             \
-		uint64_t end_ = st_now_us() + TMO_US;                                    \
-		while (((r) = (call)) == -FI_EAGAIN && st_now_us() < end_)               \
-			st_progress(&E);                                                 \
+		uint64_t end_ = et_now_us() + TMO_US;                                    \
+		while (((r) = (call)) == -FI_EAGAIN && et_now_us() < end_)               \
+			et_progress(&E);                                                 \
 	} while (0)
 
 /* Each format is a prefix of the tagged one, which is what lets a read be
@@ -84,7 +84,7 @@ static size_t touched_from(const unsigned char *raw, size_t off)
 static ssize_t raw_read(unsigned char *raw, size_t count, fi_addr_t *src,
                         struct fi_cq_err_entry *err)
 {
-	uint64_t end = st_now_us() + TMO_US;
+	uint64_t end = et_now_us() + TMO_US;
 	ssize_t r;
 
 	memset(raw, POISON, RAW);
@@ -92,7 +92,7 @@ static ssize_t raw_read(unsigned char *raw, size_t count, fi_addr_t *src,
 		src[i] = SRC_NONE;
 	do {
 		r = fi_cq_readfrom(E.txcq, raw, count, src);
-	} while (r == -FI_EAGAIN && st_now_us() < end);
+	} while (r == -FI_EAGAIN && et_now_us() < end);
 	if (r == -FI_EAVAIL) {
 		memset(err, 0, sizeof(*err));
 		CHECK_INT(fi_cq_readerr(E.txcq, err, 0), 1);
@@ -178,7 +178,7 @@ static void check_rx(const struct got *g, const struct rx_want *w)
 	}
 	if (fs >= SZ_TAGGED && (w->flags & FI_TAGGED))
 		CHECK_HEX(g->e.tag, w->tag);
-	CHECK_INT(st_verify(w->posted, w->len, w->seed), (size_t)-1);
+	CHECK_INT(et_verify(w->posted, w->len, w->seed), (size_t)-1);
 }
 
 static void rx_done(const struct rx_want *w)
@@ -261,7 +261,7 @@ static void entry_size(char *buf)
 {
 	for (int attempt = 0; attempt < 5; attempt++) {
 		int ca, cb;
-		int32_t ok, all[ST_MAX_PROCS * ST_SLOT / 4];
+		int32_t ok, all[ET_MAX_PROCS * ET_SLOT / 4];
 		struct rx_want wa = {&ca, FI_RECV | FI_MSG, 10, buf, .seed = 1};
 		struct rx_want wb = {&cb, FI_RECV | FI_MSG, 20, buf + 64, .seed = 2};
 
@@ -270,10 +270,10 @@ static void entry_size(char *buf)
 			CHECK_INT(fi_recv(E.ep, buf + 64, 64, NULL, FI_ADDR_UNSPEC, &cb),
 			          0);
 		} else {
-			st_fill(buf, 10, 1);
-			st_fill(buf + 64, 20, 2);
+			et_fill(buf, 10, 1);
+			et_fill(buf + 64, 20, 2);
 		}
-		st_barrier();
+		et_barrier();
 		if (E.rank == SENDER) {
 			ssize_t r;
 
@@ -282,12 +282,12 @@ static void entry_size(char *buf)
 			POST(r, fi_send(E.ep, buf + 64, 20, NULL, E.addr[RECEIVER], &cb));
 			CHECK_INT(r, 0);
 		}
-		st_barrier(); /* both sent */
+		et_barrier(); /* both sent */
 		ok = E.rank == RECEIVER ? pair_read(&ca, &cb, &wa, &wb) != 0
 		                        : pair_read(&ca, &cb, NULL, NULL) != 0;
-		if (st_allgather(&ok, sizeof(ok), all))
+		if (et_allgather(&ok, sizeof(ok), all))
 			break;
-		if (all[0] && all[ST_SLOT / 4])
+		if (all[0] && all[ET_SLOT / 4])
 			return;
 	}
 	fprintf(stderr,
@@ -346,13 +346,13 @@ static void messages(char *buf)
 				break;
 			}
 			CHECK_INT(r, 0);
-			st_barrier();
+			et_barrier();
 			rx_done(&w[i]);
 		} else {
 			ssize_t r;
 
-			st_fill(at[i], len[i], w[i].seed);
-			st_barrier();
+			et_fill(at[i], len[i], w[i].seed);
+			et_barrier();
 			switch (i) {
 			case 0:
 				POST(r, fi_senddata(E.ep, at[i], len[i], NULL, DATA1,
@@ -375,7 +375,7 @@ static void messages(char *buf)
 			tx_done(&ctx[i],
 			        FI_SEND | (i == 1 || i == 2 ? FI_TAGGED : FI_MSG));
 		}
-		st_barrier();
+		et_barrier();
 	}
 }
 
@@ -397,8 +397,8 @@ static void truncated(char *buf)
 			struct fi_cq_err_entry err;
 			ssize_t r;
 
-			st_fill(buf, t[k].sent, seed);
-			st_barrier();
+			et_fill(buf, t[k].sent, seed);
+			et_barrier();
 			POST(r, t[k].tagged
 			            ? fi_tsenddata(E.ep, buf, t[k].sent, NULL, DATA3,
 			                           E.addr[RECEIVER], TAG6, &ctx)
@@ -426,7 +426,7 @@ static void truncated(char *buf)
 			                      : fi_recv(E.ep, land, t[k].posted, NULL,
 			                                FI_ADDR_UNSPEC, &ctx),
 			          0);
-			st_barrier();
+			et_barrier();
 			CHECK_INT(get(&g, &err), -FI_EAVAIL);
 			CHECK_INT(err.err, FI_ETRUNC);
 			CHECK_INT(err.olen, t[k].sent - t[k].posted);
@@ -439,12 +439,12 @@ static void truncated(char *buf)
 			if (err.flags & FI_REMOTE_CQ_DATA)
 				CHECK_HEX(err.data, DATA3);
 			/* What fitted landed, nothing past it. */
-			CHECK_INT(st_verify(land, t[k].posted, seed), (size_t)-1);
+			CHECK_INT(et_verify(land, t[k].posted, seed), (size_t)-1);
 			CHECK(land[t[k].posted] == 0x11 && land[-1] == 0x11);
 			/* The error was the only entry. */
 			CHECK_INT(fi_cq_read(E.rxcq, buf, 1), -FI_EAGAIN);
 		}
-		st_barrier();
+		et_barrier();
 	}
 }
 
@@ -461,9 +461,9 @@ static void multi(char *buf)
 	if (E.rank == SENDER) {
 		ssize_t r;
 
-		st_fill(buf, len[0], 51);
-		st_fill(buf + 4096, len[1], 52);
-		st_barrier();
+		et_fill(buf, len[0], 51);
+		et_fill(buf + 4096, len[1], 52);
+		et_barrier();
 		POST(r, fi_send(E.ep, buf, len[0], NULL, E.addr[RECEIVER], &ctx[0]));
 		CHECK_INT(r, 0);
 		POST(r, fi_senddata(E.ep, buf + 4096, len[1], NULL, DATA1,
@@ -478,7 +478,7 @@ static void multi(char *buf)
 			CHECK(g.e.op_context == &ctx[0] || g.e.op_context == &ctx[1]);
 			check_tx(&g, g.e.op_context, FI_SEND | FI_MSG);
 		}
-		st_barrier();
+		et_barrier();
 		return;
 	}
 	size_t v = MR_MIN;
@@ -495,7 +495,7 @@ static void multi(char *buf)
 	    0);
 	memset(mb, 0, MR_SIZE);
 	CHECK_INT(fi_recvmsg(E.ep, &m, FI_MULTI_RECV), 0);
-	st_barrier();
+	et_barrier();
 	for (int i = 0; i < 2; i++) {
 		struct got g;
 		struct fi_cq_err_entry err;
@@ -535,7 +535,7 @@ static void multi(char *buf)
 				        (const void *)(mb + MR_SIZE - len[i]));
 				CHECK(0);
 			} else {
-				CHECK_INT(st_verify(at, len[i], 51 + (uint64_t)i),
+				CHECK_INT(et_verify(at, len[i], 51 + (uint64_t)i),
 				          (size_t)-1);
 				prev_end = at + len[i];
 			}
@@ -566,13 +566,13 @@ static void multi(char *buf)
 			}
 	}
 	CHECK_INT(fi_cq_read(E.rxcq, buf + 8192, 1), -FI_EAGAIN);
-	st_barrier();
+	et_barrier();
 }
 
 /* ---- one process, all formats ------------------------------------------ */
 
 static const struct {
-	int opt; /* st_opts.cq_format */
+	int opt; /* et_opts.cq_format */
 	size_t size;
 	const char *name;
 } formats[] = {
@@ -580,7 +580,7 @@ static const struct {
     {FI_CQ_FORMAT_MSG, SZ_MSG, "FI_CQ_FORMAT_MSG"},
     {FI_CQ_FORMAT_DATA, SZ_DATA, "FI_CQ_FORMAT_DATA"},
     {FI_CQ_FORMAT_TAGGED, SZ_TAGGED, "FI_CQ_FORMAT_TAGGED"},
-    {ST_CQ_UNSPEC, 0, "FI_CQ_FORMAT_UNSPEC"},
+    {ET_CQ_UNSPEC, 0, "FI_CQ_FORMAT_UNSPEC"},
 };
 
 static int proc(int rank, int nprocs, void *arg)
@@ -591,19 +591,19 @@ static int proc(int rank, int nprocs, void *arg)
 	if (!buf)
 		return 2;
 	for (size_t f = 0; f < sizeof(formats) / sizeof(formats[0]); f++) {
-		struct st_opts o = {.caps = FI_MSG | FI_TAGGED | FI_SOURCE |
+		struct et_opts o = {.caps = FI_MSG | FI_TAGGED | FI_SOURCE |
 		                            FI_DIRECTED_RECV | FI_MULTI_RECV,
 		                    .cq_format = formats[f].opt};
 		int before = check_failures;
 
-		if (st_open(&E, &o))
+		if (et_open(&E, &o))
 			return 2;
 		fs = formats[f].size;
 		entry_size(buf);
 		messages(buf);
 		truncated(buf);
 		multi(buf);
-		CHECK_INT(st_close(&E), 0);
+		CHECK_INT(et_close(&E), 0);
 		fprintf(stderr, "rank %d: %s%s%s: %s\n", rank, formats[f].name,
 		        formats[f].size ? "" : " gave ",
 		        formats[f].size ? "" : fmt_name(fs),
@@ -615,5 +615,5 @@ static int proc(int rank, int nprocs, void *arg)
 
 int main(void)
 {
-	return st_run("cq_formats", 2, 120, proc, NULL, 0);
+	return et_run("cq_formats", 2, 120, proc, NULL, 0);
 }

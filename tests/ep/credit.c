@@ -11,7 +11,7 @@
  * connection.  Now the sender sends at most LM_EAGER_CREDIT of eager data
  * the receiver has not consumed and the rest by rendezvous, which holds no
  * buffer at the receiver, so the receiver never has to stop reading.
- * Runs on shm and, with LOOM_TEST_PROV=tcp, on tcp. */
+ * Runs on every provider of the tests/ep matrix. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,14 +26,14 @@
 #define DONE      (1ull << 40) /* the receiver's "all here" */
 #define TMO_MS    30000
 
-static struct st_ep E;
+static struct et_ep E;
 
 static void send_retry(const void *buf, size_t len, uint64_t tag, void *ctx)
 {
 	ssize_t r;
 
 	while ((r = fi_tsend(E.ep, buf, len, NULL, E.addr[1], tag, ctx)) == -FI_EAGAIN)
-		st_progress(&E);
+		et_progress(&E);
 	CHECK_INT(r, 0);
 }
 
@@ -51,17 +51,17 @@ static void sender(void)
 	CHECK_INT(fi_trecv(E.ep, &done_word, sizeof(done_word), NULL, E.addr[1], DONE, 0,
 	                   &done_word),
 	          0);
-	st_fill(big, BIG_LEN, BIG);
+	et_fill(big, BIG_LEN, BIG);
 	for (int i = 0; i < NSMALL; i++)
-		st_fill(small + i * SMALL_LEN, SMALL_LEN, SMALL + i);
-	st_barrier();
+		et_fill(small + i * SMALL_LEN, SMALL_LEN, SMALL + i);
+	et_barrier();
 	send_retry(big, BIG_LEN, BIG, big);
 	for (int i = 0; i < NSMALL; i++)
 		send_retry(small + i * SMALL_LEN, SMALL_LEN, SMALL + i, small + i * SMALL_LEN);
 	/* Keep progressing (rendezvous data is sent from here) until every
 	 * send completed and the receiver says it has everything. */
-	end = st_now_us() + TMO_MS * 1000ull;
-	while ((txdone < NSMALL + 1 || !done) && st_now_us() < end) {
+	end = et_now_us() + TMO_MS * 1000ull;
+	while ((txdone < NSMALL + 1 || !done) && et_now_us() < end) {
 		if (fi_cq_read(E.txcq, &c, 1) == 1)
 			txdone++;
 		if (fi_cq_read(E.rxcq, &c, 1) == 1) {
@@ -85,13 +85,13 @@ static void receiver(void)
 	if (!big || !small)
 		return;
 	CHECK_INT(fi_trecv(E.ep, big, BIG_LEN, NULL, FI_ADDR_UNSPEC, BIG, 0, big), 0);
-	st_barrier();
+	et_barrier();
 	/* The large message first, with the small ones unexpected. */
-	CHECK_INT(st_read(E.rxcq, &c, NULL, NULL, NULL, TMO_MS), 1);
+	CHECK_INT(et_read(E.rxcq, &c, NULL, NULL, NULL, TMO_MS), 1);
 	CHECK_INT(c.tag, BIG);
 	CHECK_INT(c.len, BIG_LEN);
 	CHECK(c.op_context == big);
-	CHECK(st_verify(big, BIG_LEN, BIG) == (size_t)-1);
+	CHECK(et_verify(big, BIG_LEN, BIG) == (size_t)-1);
 	for (int i = 0; i < NSMALL; i++)
 		CHECK_INT(fi_trecv(E.ep, small + i * SMALL_LEN, SMALL_LEN, NULL,
 		                   FI_ADDR_UNSPEC, SMALL + i, 0, small + i * SMALL_LEN),
@@ -99,7 +99,7 @@ static void receiver(void)
 	for (int n = 0; n < NSMALL; n++) {
 		uint64_t i;
 
-		if (st_read(E.rxcq, &c, NULL, NULL, NULL, TMO_MS) != 1) {
+		if (et_read(E.rxcq, &c, NULL, NULL, NULL, TMO_MS) != 1) {
 			CHECK(0);
 			break;
 		}
@@ -110,9 +110,9 @@ static void receiver(void)
 		seen[i] = 1;
 		CHECK_INT(c.len, SMALL_LEN);
 		CHECK(c.op_context == small + i * SMALL_LEN);
-		CHECK(st_verify(small + i * SMALL_LEN, SMALL_LEN, SMALL + i) == (size_t)-1);
+		CHECK(et_verify(small + i * SMALL_LEN, SMALL_LEN, SMALL + i) == (size_t)-1);
 	}
-	st_say_done(&E, E.addr[0], DONE);
+	et_say_done(&E, E.addr[0], DONE);
 	free(big);
 	free(small);
 }
@@ -120,13 +120,13 @@ static void receiver(void)
 static int proc(int rank, int nprocs, void *arg)
 {
 	static void (*const side[2])(void) = {sender, receiver};
-	struct st_opts o = {.caps = FI_TAGGED, .unexp_max = LIMIT, .split_cq = true};
+	struct et_opts o = {.caps = FI_TAGGED, .unexp_max = LIMIT, .split_cq = true};
 
 	(void)nprocs, (void)arg;
-	return st_pair(&E, &o, rank, side);
+	return et_pair(&E, &o, rank, side);
 }
 
 int main(void)
 {
-	return st_run("credit", 2, 90, proc, NULL, 0);
+	return et_run("credit", 2, 90, proc, NULL, 0);
 }

@@ -13,13 +13,13 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "shmtest.h"
+#include "eptest.h"
 
 #define DELAY_US 200000
 #define MAX_WAKE 1000000 /* us from the send to the reader awake */
 #define MAX_CPU  100000  /* us of CPU a 200 ms sleep may burn, loosely */
 
-static struct st_ep E;
+static struct et_ep E;
 
 static uint64_t cpu_us(void)
 {
@@ -34,24 +34,24 @@ static uint64_t cpu_us(void)
 static void send_late(char *buf, size_t len, uint64_t seed)
 {
 	struct fi_cq_tagged_entry c;
-	uint64_t t, all[ST_MAX_PROCS * ST_SLOT / 8];
+	uint64_t t, all[ET_MAX_PROCS * ET_SLOT / 8];
 	ssize_t r;
 
-	st_fill(buf, len, seed);
-	st_barrier();
+	et_fill(buf, len, seed);
+	et_barrier();
 	usleep(DELAY_US);
-	t = st_now_us();
+	t = et_now_us();
 	CHECK_INT(fi_send(E.ep, buf, len, NULL, E.addr[0], NULL), 0);
 	/* The sender sleeps too; a rendezvous needs the receiver's answer. */
 	r = fi_cq_sread(E.txcq, &c, 1, NULL, 10000);
 	CHECK_INT(r, 1);
-	st_allgather(&t, sizeof(t), all);
+	et_allgather(&t, sizeof(t), all);
 }
 
 static void sread_round(char *buf, size_t len, uint64_t seed)
 {
 	struct fi_cq_tagged_entry c;
-	uint64_t t0, cpu0, woke, cpu, sent, all[ST_MAX_PROCS * ST_SLOT / 8];
+	uint64_t t0, cpu0, woke, cpu, sent, all[ET_MAX_PROCS * ET_SLOT / 8];
 	ssize_t r;
 	int ctx;
 
@@ -61,18 +61,18 @@ static void sread_round(char *buf, size_t len, uint64_t seed)
 	}
 	memset(buf, 0, len);
 	CHECK_INT(fi_recv(E.ep, buf, len, NULL, FI_ADDR_UNSPEC, &ctx), 0);
-	st_barrier();
-	t0 = st_now_us();
+	et_barrier();
+	t0 = et_now_us();
 	cpu0 = cpu_us();
 	r = fi_cq_sread(E.rxcq, &c, 1, NULL, 10000);
-	woke = st_now_us();
+	woke = et_now_us();
 	cpu = cpu_us() - cpu0;
-	st_allgather(&woke, sizeof(woke), all);
-	sent = all[ST_SLOT / 8]; /* rank 1's stamp */
+	et_allgather(&woke, sizeof(woke), all);
+	sent = all[ET_SLOT / 8]; /* rank 1's stamp */
 	CHECK_INT(r, 1);
 	CHECK(c.op_context == &ctx);
 	CHECK_INT(c.len, len);
-	CHECK_INT(st_verify(buf, len, seed), (size_t)-1);
+	CHECK_INT(et_verify(buf, len, seed), (size_t)-1);
 	fprintf(stderr,
 	        "sread %zu B: slept %.1f ms, woke %.3f ms after the send, CPU %.2f ms\n",
 	        len, (woke - t0) / 1000.0, ((double)woke - (double)sent) / 1000.0,
@@ -88,7 +88,7 @@ static void fd_round(char *buf)
 	struct epoll_event ev = {.events = EPOLLIN}, out;
 	struct fi_cq_tagged_entry c;
 	struct fid *fids[1];
-	uint64_t woke, sent, cpu0, all[ST_MAX_PROCS * ST_SLOT / 8];
+	uint64_t woke, sent, cpu0, all[ET_MAX_PROCS * ET_SLOT / 8];
 	int fd = -1, ep, n, ctx;
 
 	if (E.rank == 1) {
@@ -100,15 +100,15 @@ static void fd_round(char *buf)
 	ep = epoll_create1(0);
 	CHECK_INT(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), 0);
 	CHECK_INT(fi_recv(E.ep, buf, 777, NULL, FI_ADDR_UNSPEC, &ctx), 0);
-	st_barrier();
+	et_barrier();
 	fids[0] = &E.rxcq->fid;
 	CHECK_INT(fi_trywait(E.fabric, fids, 1), 0);
 	CHECK_INT(epoll_wait(ep, &out, 1, 0), 0); /* nothing yet */
 	cpu0 = cpu_us();
 	n = epoll_wait(ep, &out, 1, 10000);
-	woke = st_now_us();
-	st_allgather(&woke, sizeof(woke), all);
-	sent = all[ST_SLOT / 8];
+	woke = et_now_us();
+	et_allgather(&woke, sizeof(woke), all);
+	sent = all[ET_SLOT / 8];
 	CHECK_INT(n, 1);
 	CHECK(woke > sent && woke - sent < MAX_WAKE);
 	CHECK(cpu_us() - cpu0 < MAX_CPU);
@@ -116,7 +116,7 @@ static void fd_round(char *buf)
 	        ((double)woke - (double)sent) / 1000.0);
 	CHECK_INT(fi_cq_read(E.rxcq, &c, 1), 1);
 	CHECK(c.op_context == &ctx);
-	CHECK_INT(st_verify(buf, 777, 4242), (size_t)-1);
+	CHECK_INT(et_verify(buf, 777, 4242), (size_t)-1);
 	close(ep);
 }
 
@@ -132,7 +132,7 @@ static void *sleep_rx(void *arg)
 	struct sleeper *s = arg;
 
 	s->r = fi_cq_sread(E.rxcq, &s->c, 1, NULL, 10000);
-	s->woke = st_now_us();
+	s->woke = et_now_us();
 	return NULL;
 }
 
@@ -144,7 +144,7 @@ static void mixed_round(char *buf)
 {
 	struct sleeper s = {0};
 	struct fi_cq_tagged_entry c;
-	uint64_t t0, sent, all[ST_MAX_PROCS * ST_SLOT / 8];
+	uint64_t t0, sent, all[ET_MAX_PROCS * ET_SLOT / 8];
 	pthread_t th;
 
 	if (E.rank == 1) {
@@ -153,18 +153,18 @@ static void mixed_round(char *buf)
 	}
 	memset(buf, 0, 64);
 	CHECK_INT(fi_recv(E.ep, buf, 64, NULL, FI_ADDR_UNSPEC, &s.ctx), 0);
-	st_barrier();
+	et_barrier();
 	CHECK_INT(pthread_create(&th, NULL, sleep_rx, &s), 0);
 	usleep(DELAY_US / 10); /* the sleeper is asleep */
-	t0 = st_now_us();
-	while (st_now_us() - t0 < DELAY_US / 2)
+	t0 = et_now_us();
+	while (et_now_us() - t0 < DELAY_US / 2)
 		CHECK_INT(fi_cq_read(E.txcq, &c, 1), -FI_EAGAIN);
 	CHECK_INT(pthread_join(th, NULL), 0);
-	st_allgather(&s.woke, sizeof(s.woke), all);
-	sent = all[ST_SLOT / 8];
+	et_allgather(&s.woke, sizeof(s.woke), all);
+	sent = all[ET_SLOT / 8];
 	CHECK_INT(s.r, 1);
 	CHECK(s.c.op_context == &s.ctx);
-	CHECK_INT(st_verify(buf, 64, 99), (size_t)-1);
+	CHECK_INT(et_verify(buf, 64, 99), (size_t)-1);
 	fprintf(stderr, "sread beside a poller: woke %.3f ms after the send\n",
 	        ((double)s.woke - (double)sent) / 1000.0);
 	CHECK(s.woke > sent && s.woke - sent < MAX_WAKE);
@@ -172,27 +172,27 @@ static void mixed_round(char *buf)
 
 static int proc(int rank, int nprocs, void *arg)
 {
-	struct st_opts o = {.wait = FI_WAIT_FD, .split_cq = true};
+	struct et_opts o = {.wait = FI_WAIT_FD, .split_cq = true};
 	char *buf = malloc((size_t)8 << 20);
 
 	(void)rank, (void)nprocs, (void)arg;
-	if (!buf || st_open(&E, &o))
+	if (!buf || et_open(&E, &o))
 		return 2;
 	sread_round(buf, 64, 1);
 	sread_round(buf, 30000, 2);
 	sread_round(buf, (size_t)8 << 20, 3);
 	fd_round(buf);
 	mixed_round(buf);
-	CHECK_INT(st_close(&E), 0);
+	CHECK_INT(et_close(&E), 0);
 	free(buf);
 	return check_done();
 }
 
 int main(void)
 {
-	int bad = st_run("blocking", 2, 120, proc, NULL, 0);
+	int bad = et_run("blocking", 2, 120, proc, NULL, 0);
 
 	setenv("FI_SHM_DISABLE_CMA", "1", 1);
-	bad |= st_run("blocking (no CMA)", 2, 120, proc, NULL, 0);
+	bad |= et_run("blocking (no CMA)", 2, 120, proc, NULL, 0);
 	return bad;
 }
