@@ -15,8 +15,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+
 #include "check.h"
 #include "core.h"
+#include "rdm.h"
 #include "shm_link.h"
 
 #define NMSG       100000
@@ -972,9 +977,6 @@ static void test_cma(void)
 	size_t i, bad = 0;
 	pid_t pid;
 
-	shm_cma_set_disabled(true);
-	CHECK_INT(shm_cma_probe(), -FI_EOPNOTSUPP);
-	shm_cma_set_disabled(false);
 	ret = shm_cma_probe();
 	if (ret) {
 		fprintf(
@@ -1028,9 +1030,6 @@ static void test_cma(void)
 		wr.iov_len = 2u << 20; /* longer than local: min of both */
 		CHECK_INT(shm_cma_write(p->pid, &wl, 1, &wr, 1), 1u << 20);
 		CHECK_INT(shm_cma_read(p->pid, &wl, 1, &bogus, 1), -FI_EFAULT);
-		shm_cma_set_disabled(true);
-		CHECK_INT(shm_cma_read(p->pid, &wl, 1, &wr, 1), -FI_EOPNOTSUPP);
-		shm_cma_set_disabled(false);
 	}
 	xwrite(from_parent[1], "d", 1);
 	reap(pid, 0, 0);
@@ -1169,6 +1168,52 @@ static void test_removal(void)
 	close(fds[1]);
 }
 
+/* An endpoint of a new shm domain, opened with FI_SHM_DISABLE_CMA set to
+ * disable (or unset): whether its link offers bulk copies. */
+static int domain_bulk(const char *disable)
+{
+	struct fi_info *hints = fi_allocinfo(), *info = NULL;
+	struct fid_fabric *fab = NULL;
+	struct fid_domain *dom = NULL;
+	struct fid_ep *ep = NULL;
+	int bulk = -1;
+
+	if (disable)
+		setenv("FI_SHM_DISABLE_CMA", disable, 1);
+	else
+		unsetenv("FI_SHM_DISABLE_CMA");
+	hints->fabric_attr->prov_name = strdup("shm");
+	hints->ep_attr->type = FI_EP_RDM;
+	CHECK_INT(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info), 0);
+	if (info && !fi_fabric(info->fabric_attr, &fab, NULL) &&
+	    !fi_domain(fab, info, &dom, NULL) && !fi_endpoint(dom, info, &ep, NULL))
+		bulk = !!(lm_rdm_ep_of(ep)->link->caps & LM_LINK_BULK_READ);
+	if (ep)
+		fi_close(&ep->fid);
+	if (dom)
+		fi_close(&dom->fid);
+	if (fab)
+		fi_close(&fab->fid);
+	fi_freeinfo(info);
+	fi_freeinfo(hints);
+	unsetenv("FI_SHM_DISABLE_CMA");
+	return bulk;
+}
+
+/* FI_SHM_DISABLE_CMA is a setting of the domain opened under it, not of
+ * the process: a domain opened after it without it copies in bulk. */
+static void test_cma_per_domain(void)
+{
+	if (shm_cma_probe()) {
+		fprintf(stderr, "cma per domain: no cross-memory attach here\n");
+		CHECK_INT(domain_bulk(NULL), 0);
+		return;
+	}
+	CHECK_INT(domain_bulk("1"), 0);
+	CHECK_INT(domain_bulk(NULL), 1);
+	CHECK_INT(domain_bulk("0"), 1);
+}
+
 int main(void)
 {
 	alarm(600);
@@ -1181,6 +1226,7 @@ int main(void)
 	test_bufs();
 	test_doorbell();
 	test_cma();
+	test_cma_per_domain();
 	test_removal();
 	return check_done();
 }

@@ -13,13 +13,7 @@
 /* Entries per system call: far below IOV_MAX, enough to amortise it. */
 #define CMA_IOV_BATCH 64
 
-static _Atomic bool cma_disabled;
 static _Atomic int cma_self; /* 0 unknown, 1 works, negative: why not */
-
-void shm_cma_set_disabled(bool disabled)
-{
-	atomic_store(&cma_disabled, disabled);
-}
 
 static int cma_errno(int err)
 {
@@ -100,8 +94,6 @@ static ssize_t cma_copy(pid_t pid, const struct iovec *local, size_t lcnt,
 	size_t want = LM_MIN(lm_iov_len(local, lcnt), lm_iov_len(remote, rcnt));
 	size_t done = 0;
 
-	if (atomic_load_explicit(&cma_disabled, memory_order_relaxed))
-		return -FI_EOPNOTSUPP;
 	while (done < want) {
 		size_t lbytes, rbytes, ln, rn;
 		ssize_t n;
@@ -155,8 +147,6 @@ int shm_cma_probe(void)
 	ssize_t n;
 	int st;
 
-	if (atomic_load(&cma_disabled))
-		return -FI_EOPNOTSUPP;
 	st = atomic_load(&cma_self);
 	if (st)
 		return st > 0 ? 0 : st;
@@ -181,8 +171,6 @@ int shm_cma_peer_probe(struct shm_peer *p)
 	ssize_t n;
 	int st;
 
-	if (atomic_load(&cma_disabled))
-		return -FI_EOPNOTSUPP;
 	if (p->cma)
 		return p->cma > 0 ? 0 : p->cma;
 	/* The address comes from shared memory: a wrong one only makes the

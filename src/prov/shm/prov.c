@@ -148,8 +148,8 @@ static int shm_getinfo(uint32_t version, const char *node, const char *service,
 
 /* ---- fabric and domain --------------------------------------------------- */
 
-static struct fi_ops_domain shm_domain_ops;
-static struct fi_ops_fabric shm_fabric_ops;
+static const struct fi_ops_domain shm_domain_ops =
+    LM_RDM_DOMAIN_OPS(lm_rdm_endpoint, lm_domain_no_srx);
 
 static int shm_domain_open(struct fid_fabric *fabric, struct fi_info *info,
                            struct fid_domain **domain, void *context)
@@ -165,8 +165,9 @@ static int shm_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 	                         context, &dom);
 	if (ret)
 		return ret;
+	/* Without bulk copies the domain's links never offer them, and the
+	 * engine never asks (a setting of this domain only). */
 	fi_param_get_bool(&shm_prov, "disable_cma", &no_cma);
-	shm_cma_set_disabled(no_cma != 0);
 	dom->no_bulk = no_cma != 0;
 	if (!dom->no_bulk) {
 		size_t eager = SHM_EAGER_DEF;
@@ -177,6 +178,9 @@ static int shm_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 	*domain = &dom->util.domain_fid;
 	return 0;
 }
+
+static const struct fi_ops_fabric shm_fabric_ops =
+    LM_FABRIC_OPS(shm_domain_open, lm_fabric_no_pep);
 
 static int shm_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
                            void *context)
@@ -197,9 +201,6 @@ struct fi_provider shm_prov = {
 struct fi_provider *shm_prov_init(void)
 {
 	shm_log_prov = &shm_prov;
-	shm_domain_ops = lm_rdm_domain_ops;
-	shm_fabric_ops = lm_fabric_ops;
-	shm_fabric_ops.domain = shm_domain_open;
 	fi_param_define(&shm_prov, "disable_cma", FI_PARAM_BOOL,
 	                "Never use cross-memory attach (process_vm_readv) for large "
 	                "messages; copy them through shared bounce buffers instead "

@@ -449,8 +449,6 @@ static inline void shm_room_offer(struct shm_region *r)
 
 /* ---- cross-memory attach (cma.c) ---------------------------------------- */
 
-/* Force the bounce-buffer fallback (FI_SHM_DISABLE_CMA): probes then fail. */
-void shm_cma_set_disabled(bool disabled);
 /* 0 if process_vm_readv copies this process's own memory (cached after the
  * first call), -FI_ENOSYS / -FI_EPERM / ... otherwise, -FI_EOPNOTSUPP when
  * disabled. */

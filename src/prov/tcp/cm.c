@@ -136,13 +136,13 @@ struct tcp_pep {
 	struct lm_list pending; /* tcp_connreq still being read */
 	bool listening;
 	struct lm_lock lock;
+	struct tcp_params params; /* as when it opened */
 };
 
 /* A listening socket's beginnings: bound to a (port 0: in the provider's
  * port range, as the RDM endpoints' listeners), not listening yet. */
-static int pep_socket(const union tcp_addr *a, int *out)
+static int pep_socket(const struct tcp_params *params, const union tcp_addr *a, int *out)
 {
-	const struct tcp_params *params = tcp_prov_params();
 	int ret = lm_sock_bind(&a->sa, tcp_addr_len(a->sa.sa_family), params->port_low,
 	                       params->port_high, out);
 
@@ -341,7 +341,7 @@ static int pep_setname(fid_t fid, void *addr, size_t addrlen)
 	if (addr_in(p->info->addr_format, addr, addrlen, &a) ||
 	    a.sa.sa_family != p->addr.sa.sa_family)
 		return -FI_EINVAL;
-	ret = pep_socket(&a, &fd);
+	ret = pep_socket(&p->params, &a, &fd);
 	if (ret)
 		return ret;
 	close(p->lfd);
@@ -490,7 +490,8 @@ int tcp_passive_ep(struct fid_fabric *fabric, struct fi_info *info, struct fid_p
 		ret = p->info ? lm_neg_errno(errno) : -FI_ENOMEM;
 		goto err;
 	}
-	ret = pep_socket(&a, &p->lfd);
+	tcp_params_read(&p->params);
+	ret = pep_socket(&p->params, &a, &p->lfd);
 	if (ret)
 		goto err;
 	tcp_addr_of_fd(p->lfd, false, &p->addr);

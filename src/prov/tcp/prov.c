@@ -29,14 +29,31 @@
  * where the endpoint stops reading. */
 #define TCP_EAGER_MAX (64 * 1024)
 
-static struct tcp_params params = {
-    .conn_timeout_ms = 10000,
-    .sockbuf = 4 << 20,
-};
+/* A connection not up after this long fails its operations: long
+ * enough for a loaded host to accept, short enough that a dead address
+ * does not hang a program. */
+#define TCP_CONN_TIMEOUT_MS 10000
+/* Socket buffers: deep enough that a stream of large messages keeps the
+ * connection busy while the peer catches up (the kernel caps them at
+ * net.core.wmem_max and rmem_max). */
+#define TCP_SOCKBUF (4 << 20)
 
-const struct tcp_params *tcp_prov_params(void)
+void tcp_params_read(struct tcp_params *params)
 {
-	return &params;
+	int v;
+
+	*params = (struct tcp_params){.conn_timeout_ms = TCP_CONN_TIMEOUT_MS,
+	                              .sockbuf = TCP_SOCKBUF};
+	if (!fi_param_get_int(&tcp_prov, "port_low_range", &v) && v > 0 && v < 65536)
+		params->port_low = v;
+	if (!fi_param_get_int(&tcp_prov, "port_high_range", &v) && v > 0 && v < 65536)
+		params->port_high = v;
+	if (params->port_low && params->port_high < params->port_low)
+		params->port_high = params->port_low ? 65535 : 0;
+	if (!fi_param_get_int(&tcp_prov, "conn_timeout", &v) && v > 0)
+		params->conn_timeout_ms = v;
+	if (!fi_param_get_int(&tcp_prov, "sockbuf", &v) && v >= 0)
+		params->sockbuf = v;
 }
 
 static const struct fi_tx_attr tcp_tx = {
@@ -93,7 +110,8 @@ static const struct fi_domain_attr tcp_dom = {
 
 socklen_t tcp_addr_len(int family)
 {
-	return family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+	return family == AF_INET6 ? sizeof(struct sockaddr_in6)
+	                          : sizeof(struct sockaddr_in);
 }
 
 int tcp_addr_load(union tcp_addr *out, const void *addr, size_t len, int family)
@@ -282,8 +300,8 @@ int tcp_addr_to_str(const void *addr, char *buf, size_t *len)
 
 struct iface {
 	char name[IF_NAMESIZE];
-	char fabric[64]; /* the subnet, a.b.c.d/len or a:b::/len */
-	union tcp_addr addr;               /* port 0 */
+	char fabric[64];     /* the subnet, a.b.c.d/len or a:b::/len */
+	union tcp_addr addr; /* port 0 */
 	bool loopback;
 };
 
@@ -348,7 +366,8 @@ static int ifaces_list(struct iface *out, int max, int family)
 		for (ifa = all; ifa && n < max; ifa = ifa->ifa_next) {
 			struct iface *f = &out[n];
 
-			if (!usable(ifa, fam) || !(ifa->ifa_flags & IFF_LOOPBACK) != !lo_pass)
+			if (!usable(ifa, fam) ||
+			    !(ifa->ifa_flags & IFF_LOOPBACK) != !lo_pass)
 				continue;
 			if (want && strcmp(want, ifa->ifa_name))
 				continue;
@@ -464,7 +483,7 @@ static int tcp_getinfo(uint32_t version, const char *node, const char *service,
 
 	n = ifaces_list(ifs, TCP_MAX_IFACES, family);
 	for (int i = 0; i < n; i++) {
-		uint32_t ifmt = str                                  ? FI_ADDR_STR
+		uint32_t ifmt = str                                   ? FI_ADDR_STR
 		                : ifs[i].addr.sa.sa_family == AF_INET ? FI_SOCKADDR_IN
 		                                                      : FI_SOCKADDR_IN6;
 		struct fi_tx_attr tx = tcp_tx;
@@ -528,7 +547,11 @@ static int tcp_getinfo(uint32_t version, const char *node, const char *service,
 
 /* ---- fabric and domain ---------------------------------------------------- */
 
-static struct fi_ops_domain tcp_domain_ops;
+/* An engine domain with the parameters its links share (their link_ctx). */
+struct tcp_domain {
+	struct lm_rdm_domain rdm; /* first: util's fi_close frees the whole */
+	struct tcp_params params;
+};
 
 static int tcp_endpoint(struct fid_domain *domain, struct fi_info *info,
                         struct fid_ep **ep, void *context)
@@ -571,29 +594,39 @@ static bool iface_named(const char *fabric, const char *domain)
 	return false;
 }
 
+static const struct fi_ops_domain tcp_domain_ops =
+    LM_RDM_DOMAIN_OPS(tcp_endpoint, tcp_srx_context);
+
 static int tcp_domain_open(struct fid_fabric *fabric, struct fi_info *info,
                            struct fid_domain **domain, void *context)
 {
-	struct lm_rdm_domain *dom;
+	struct lm_fabric *fab = lm_container_of(fabric, struct lm_fabric, fabric_fid);
+	struct tcp_domain *d;
 	int ret;
 
-	if (!info)
+	if (!info || !info->domain_attr)
 		return -FI_EINVAL;
-	if (info->domain_attr && info->domain_attr->name &&
-	    !iface_named(NULL, info->domain_attr->name))
+	if (info->domain_attr->name && !iface_named(NULL, info->domain_attr->name))
 		return -FI_EINVAL;
-	ret = lm_rdm_domain_open(fabric, info, link_ops_of(info), &params, &tcp_domain_ops,
-	                         context, &dom);
-
-	if (ret)
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -FI_ENOMEM;
+	tcp_params_read(&d->params);
+	ret = lm_rdm_domain_init(&d->rdm, fab, info, link_ops_of(info), &d->params,
+	                         context);
+	if (ret) {
+		free(d);
 		return ret;
-	dom->no_bulk = true;
-	dom->eager_max = TCP_EAGER_MAX;
-	*domain = &dom->util.domain_fid;
+	}
+	d->rdm.util.domain_fid.ops = (struct fi_ops_domain *)&tcp_domain_ops;
+	d->rdm.no_bulk = true;
+	d->rdm.eager_max = TCP_EAGER_MAX;
+	*domain = &d->rdm.util.domain_fid;
 	return 0;
 }
 
-static struct fi_ops_fabric tcp_fabric_ops;
+static const struct fi_ops_fabric tcp_fabric_ops =
+    LM_FABRIC_OPS(tcp_domain_open, tcp_passive_ep);
 
 static int tcp_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
                            void *context)
@@ -613,15 +646,7 @@ struct fi_provider tcp_prov = {
 
 struct fi_provider *tcp_prov_init(void)
 {
-	int v;
-
 	tcp_log_prov = &tcp_prov;
-	tcp_domain_ops = lm_rdm_domain_ops;
-	tcp_domain_ops.endpoint = tcp_endpoint;
-	tcp_domain_ops.srx_ctx = tcp_srx_context;
-	tcp_fabric_ops = lm_fabric_ops;
-	tcp_fabric_ops.domain = tcp_domain_open;
-	tcp_fabric_ops.passive_ep = tcp_passive_ep;
 	fi_param_define(&tcp_prov, "iface", FI_PARAM_STRING,
 	                "Only this network interface (default: every interface that "
 	                "is up, loopback last)");
@@ -636,15 +661,5 @@ struct fi_provider *tcp_prov_init(void)
 	                "Send and receive buffer bytes of each connection's socket, "
 	                "capped by net.core.wmem_max and rmem_max; 0 leaves them to "
 	                "the kernel's autotuning (default: 4194304)");
-	if (!fi_param_get_int(&tcp_prov, "port_low_range", &v) && v > 0 && v < 65536)
-		params.port_low = v;
-	if (!fi_param_get_int(&tcp_prov, "port_high_range", &v) && v > 0 && v < 65536)
-		params.port_high = v;
-	if (params.port_low && params.port_high < params.port_low)
-		params.port_high = params.port_low ? 65535 : 0;
-	if (!fi_param_get_int(&tcp_prov, "conn_timeout", &v) && v > 0)
-		params.conn_timeout_ms = v;
-	if (!fi_param_get_int(&tcp_prov, "sockbuf", &v) && v >= 0)
-		params.sockbuf = v;
 	return &tcp_prov;
 }

@@ -20,8 +20,9 @@ struct tcp_params {
 	int sockbuf;             /* SO_SNDBUF/SO_RCVBUF bytes; 0: the kernel's */
 };
 
-/* The provider's parameters, read when it loaded (prov.c). */
-const struct tcp_params *tcp_prov_params(void);
+/* The provider's parameters as the environment sets them now (prov.c):
+ * each domain and passive endpoint reads its own when it opens. */
+void tcp_params_read(struct tcp_params *params);
 
 /* Whether a read or write of a socket that returned n (errno set when
  * negative) says the connection is gone: the peer closed it (end of
