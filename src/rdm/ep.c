@@ -898,6 +898,71 @@ int lm_rdm_endpoint(struct fid_domain *domain, struct fi_info *info,
 	return lm_rdm_endpoint_ext(domain, info, NULL, NULL, ep_fid, context);
 }
 
+/* The sizes info asks for, or the engine's defaults. */
+static void ep_sizes(struct lm_rdm_ep *ep, const struct fi_info *info)
+{
+	const struct fi_tx_attr *tx = info->tx_attr;
+	const struct fi_rx_attr *rx = info->rx_attr;
+
+	if (tx)
+		ep->ctx.tx_flags = tx->op_flags;
+	if (rx)
+		ep->ctx.rx_flags = rx->op_flags;
+	ep->tx_count = tx && tx->size ? tx->size : DEFAULT_TX_SIZE;
+	ep->rx_limit = rx && rx->size ? rx->size : DEFAULT_RX_SIZE;
+	ep->rndv_count = ep->rx_limit;
+	ep->inject_size = tx && tx->inject_size ? tx->inject_size : DEFAULT_INJECT_SIZE;
+	ep->min_multi_recv = DEFAULT_MIN_MULTI;
+	ep->unexp_max = rx && rx->total_buffered_recv ? rx->total_buffered_recv
+	                                              : DEFAULT_UNEXP_MAX;
+}
+
+/* The endpoint's fids and the ops tables it gets: the engine's, but a
+ * provider's fi_ops_cm (ext->cm). */
+static void ep_fids(struct lm_rdm_ep *ep, const struct lm_rdm_ep_ext *ext, void *prov,
+                    void *context)
+{
+	ep->ctx.ep = ep;
+	ep->ctx.ep_fid.fid.fclass = FI_CLASS_EP;
+	ep->ctx.ep_fid.fid.context = context;
+	ep->ctx.ep_fid.fid.ops = (struct fi_ops *)&ep_fid_ops;
+	ep->ctx.ep_fid.ops = (struct fi_ops_ep *)&ep_ops;
+	ep->ctx.ep_fid.cm = (struct fi_ops_cm *)(ext && ext->cm ? ext->cm : &ep_cm_ops);
+	ep->ctx.ep_fid.msg = (struct fi_ops_msg *)&lm_rdm_msg_ops;
+	ep->ctx.ep_fid.tagged = (struct fi_ops_tagged *)&lm_rdm_tagged_ops;
+	ep->ctx.ep_fid.rma = (struct fi_ops_rma *)&lm_rdm_rma_ops;
+	ep->ctx.ep_fid.atomic = (struct fi_ops_atomic *)&lm_rdm_atomic_ops;
+	ep->ext = ext;
+	ep->prov = prov;
+}
+
+/* The link, opened on info's source address when it names one (in the
+ * link's binary form or, with FI_ADDR_STR, as text). */
+static int ep_link_open(struct lm_rdm_ep *ep, const struct fi_info *info)
+{
+	const struct lm_link_ops *ops = ep->dom->link_ops;
+	unsigned char *bin = NULL;
+	const void *name = NULL;
+	int ret;
+
+	if (info->src_addr && info->src_addrlen) {
+		if (info->addr_format == FI_ADDR_STR) {
+			bin = calloc(1, ops->addrlen);
+			ret = bin ? ops->addr_from_str(info->src_addr, NULL, bin) : -FI_ENOMEM;
+			if (ret) {
+				free(bin);
+				return ret;
+			}
+			name = bin;
+		} else if (info->src_addrlen == ops->addrlen) {
+			name = info->src_addr;
+		}
+	}
+	ret = link_open(ep, name, true);
+	free(bin);
+	return ret;
+}
+
 int lm_rdm_endpoint_ext(struct fid_domain *domain, struct fi_info *info,
                         const struct lm_rdm_ep_ext *ext, void *prov,
                         struct fid_ep **ep_fid, void *context)
@@ -905,8 +970,6 @@ int lm_rdm_endpoint_ext(struct fid_domain *domain, struct fi_info *info,
 	struct lm_rdm_domain *dom =
 	    lm_container_of(domain, struct lm_rdm_domain, util.domain_fid);
 	struct lm_rdm_ep *ep;
-	const void *name = NULL;
-	unsigned char *bin = NULL;
 	int ret;
 
 	if (!info || !ep_fid || !info->ep_attr ||
@@ -915,7 +978,7 @@ int lm_rdm_endpoint_ext(struct fid_domain *domain, struct fi_info *info,
 	/* Only what fi_getinfo could have offered: caps that exist, iovs
 	 * within the engine's limit. */
 	if ((info->caps & ~(LM_PRIMARY_CAPS | LM_SECONDARY_CAPS | LM_MSG_MODIFIERS |
-	                    LM_RMA_MODIFIERS)) ||
+	                     LM_RMA_MODIFIERS)) ||
 	    (info->tx_attr && info->tx_attr->iov_limit > LM_IOV_LIMIT) ||
 	    (info->rx_attr && info->rx_attr->iov_limit > LM_IOV_LIMIT))
 		return -FI_EINVAL;
@@ -934,34 +997,8 @@ int lm_rdm_endpoint_ext(struct fid_domain *domain, struct fi_info *info,
 	/* Before API 2.0 that bit is FI_VARIABLE_MSG, never offered here. */
 	if (dom->util.fabric->fabric_fid.api_version < FI_VERSION(2, 0))
 		ep->caps &= ~FI_EXACT_DIRECTED_RECV;
-	ep->ctx.ep = ep;
-	ep->ctx.ep_fid.fid.fclass = FI_CLASS_EP;
-	ep->ctx.ep_fid.fid.context = context;
-	ep->ctx.ep_fid.fid.ops = (struct fi_ops *)&ep_fid_ops;
-	ep->ctx.ep_fid.ops = (struct fi_ops_ep *)&ep_ops;
-	ep->ctx.ep_fid.cm = (struct fi_ops_cm *)(ext && ext->cm ? ext->cm : &ep_cm_ops);
-	ep->ext = ext;
-	ep->prov = prov;
-	ep->ctx.ep_fid.msg = (struct fi_ops_msg *)&lm_rdm_msg_ops;
-	ep->ctx.ep_fid.tagged = (struct fi_ops_tagged *)&lm_rdm_tagged_ops;
-	ep->ctx.ep_fid.rma = (struct fi_ops_rma *)&lm_rdm_rma_ops;
-	ep->ctx.ep_fid.atomic = (struct fi_ops_atomic *)&lm_rdm_atomic_ops;
-	if (info->tx_attr)
-		ep->ctx.tx_flags = info->tx_attr->op_flags;
-	if (info->rx_attr)
-		ep->ctx.rx_flags = info->rx_attr->op_flags;
-	ep->tx_count =
-	    info->tx_attr && info->tx_attr->size ? info->tx_attr->size : DEFAULT_TX_SIZE;
-	ep->rx_limit =
-	    info->rx_attr && info->rx_attr->size ? info->rx_attr->size : DEFAULT_RX_SIZE;
-	ep->rndv_count = ep->rx_limit;
-	ep->inject_size = info->tx_attr && info->tx_attr->inject_size
-	                      ? info->tx_attr->inject_size
-	                      : DEFAULT_INJECT_SIZE;
-	ep->min_multi_recv = DEFAULT_MIN_MULTI;
-	ep->unexp_max = info->rx_attr && info->rx_attr->total_buffered_recv
-	                    ? info->rx_attr->total_buffered_recv
-	                    : DEFAULT_UNEXP_MAX;
+	ep_fids(ep, ext, prov, context);
+	ep_sizes(ep, info);
 	lm_list_init(&ep->tx_queue);
 	lm_list_init(&ep->revive);
 	lm_list_init(&ep->tx_wait);
@@ -969,31 +1006,13 @@ int lm_rdm_endpoint_ext(struct fid_domain *domain, struct fi_info *info,
 	lm_list_init(&ep->ctl_queue);
 	ep->peer_gen = atomic_load(&dom->av_gen);
 	ret = tables_init(ep);
-	if (ret)
-		goto err;
-	if (info->src_addr && info->src_addrlen) {
-		if (info->addr_format == FI_ADDR_STR) {
-			bin = calloc(1, dom->link_ops->addrlen);
-			ret =
-			    bin ? dom->link_ops->addr_from_str(info->src_addr, NULL, bin)
-			        : -FI_ENOMEM;
-			if (ret)
-				goto err;
-			name = bin;
-		} else if (info->src_addrlen == dom->link_ops->addrlen) {
-			name = info->src_addr;
-		}
+	if (!ret)
+		ret = ep_link_open(ep, info);
+	if (ret) {
+		ep_free(ep);
+		return ret;
 	}
-	ret = link_open(ep, name, true);
-	free(bin);
-	bin = NULL;
-	if (ret)
-		goto err;
 	atomic_fetch_add(&dom->util.ref, 1);
 	*ep_fid = &ep->ctx.ep_fid;
 	return 0;
-err:
-	free(bin);
-	ep_free(ep);
-	return ret;
 }
