@@ -722,6 +722,29 @@ static inline uint64_t lm_rdm_tx_handle(const struct lm_rdm_tx *tx)
 {
 	return lm_rdm_handle(tx->gen, tx->slot);
 }
+/* Bits no libfabric release gives a data-transfer call or op_flags a
+ * meaning (60-63 are the providers'): a call passing one gets
+ * -FI_EBADFLAGS. */
+#define LM_BAD_OP_FLAGS                                                                  \
+	((1ULL << 14) | (1ULL << 15) | (1ULL << 23) | (1ULL << 40) | (1ULL << 42))
+
+/* The start of every data call on iov: the list valid (*len its total),
+ * the flags known, the endpoint enabled.  0 with ep->lock held, or the
+ * error without it. */
+static LM_HOT_INLINE ssize_t lm_rdm_op_enter(struct lm_rdm_ep *ep, const struct iovec *iov,
+                                             size_t count, uint64_t flags, size_t *len)
+{
+	if (!lm_iov_valid(iov, count, len))
+		return -FI_EINVAL;
+	if (flags & LM_BAD_OP_FLAGS)
+		return -FI_EBADFLAGS;
+	lm_lock_acquire(&ep->lock);
+	if (!ep->enabled) {
+		lm_lock_release(&ep->lock);
+		return -FI_EOPBADSTATE;
+	}
+	return 0;
+}
 /* Whether a data call's completion goes to the CQ: never for the inject
  * calls, and with FI_SELECTIVE_COMPLETION only when asked (FI_COMPLETION). */
 static inline bool lm_rdm_tx_reports(const struct lm_rdm_ep *ep, uint64_t flags,
@@ -865,12 +888,6 @@ void lm_rdm_report_tx(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx, int err);
  * part starts where the buffer's pages do (copies of aligned parts are
  * faster).  Linux/x86-64 pages. */
 #define LM_PAGE_SIZE ((size_t)4096)
-
-/* Bits no libfabric release gives a data-transfer call or op_flags a
- * meaning (60-63 are the providers'): a call passing one gets
- * -FI_EBADFLAGS. */
-#define LM_BAD_OP_FLAGS                                                                  \
-	((1ULL << 14) | (1ULL << 15) | (1ULL << 23) | (1ULL << 40) | (1ULL << 42))
 
 /* The part [off, off + len) of iov was written by a peer through the link's
  * bulk_write (cross-memory attach): memory this process never stored to,

@@ -236,15 +236,9 @@ static ssize_t rma_post(struct lm_rdm_ctx *ctx, bool write, const struct iovec *
 	size_t len;
 	ssize_t ret = 0;
 
-	if (!lm_iov_valid(iov, count, &len))
-		return -FI_EINVAL;
-	if (flags & LM_BAD_OP_FLAGS)
-		return -FI_EBADFLAGS;
-	lm_lock_acquire(&ep->lock);
-	if (!ep->enabled) {
-		ret = -FI_EOPBADSTATE;
-		goto out;
-	}
+	ret = lm_rdm_op_enter(ep, iov, count, flags, &len);
+	if (ret)
+		return ret;
 	if (len > ep->info->ep_attr->max_msg_size ||
 	    (write && (flags & FI_INJECT) &&
 	     (len > ep->inject_size || len > ep->eager_max))) {

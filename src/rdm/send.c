@@ -187,15 +187,9 @@ static LM_HOT_INLINE ssize_t do_send(struct lm_rdm_ep *ep, const struct iovec *i
 	ssize_t ret = 0;
 	struct lm_rdm_hdr h = {.version = LM_RDM_WIRE_VERSION, .op = LM_OP_EAGER};
 
-	if (!lm_iov_valid(iov, count, &len))
-		return -FI_EINVAL;
-	if (flags & LM_BAD_OP_FLAGS)
-		return -FI_EBADFLAGS;
-	lm_lock_acquire(&ep->lock);
-	if (!ep->enabled) {
-		ret = -FI_EOPBADSTATE;
-		goto out;
-	}
+	ret = lm_rdm_op_enter(ep, iov, count, flags, &len);
+	if (ret)
+		return ret;
 	if (len > ep->info->ep_attr->max_msg_size ||
 	    ((flags & FI_INJECT) && len > ep->inject_size)) {
 		ret = -FI_EMSGSIZE;
