@@ -459,21 +459,23 @@ static ssize_t tx_push(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
 	}
 }
 
-bool lm_rdm_tx_park_held(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
+void lm_rdm_tx_hold(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx, uint64_t mark)
 {
-	const struct lm_link_ops *ops = ep->link->ops;
-	uint64_t mark = ops->mark ? ops->mark(ep->link, tx->peer->lp) : 0;
-
-	/* Behind a held one it waits too: completions keep their order. */
-	if (!mark || (!ep->tx_held && ops->delivered(ep->link, tx->peer->lp, mark, false)))
-		return false;
 	tx->mark = mark;
 	tx->state = LM_TX_HELD;
 	tx->start_ms = lm_now_ms();
 	ep->tx_held++;
 	lm_list_push_back(&ep->tx_wait, &tx->node);
 	lm_rdm_busy(ep);
-	return true;
+}
+
+bool lm_rdm_tx_park_held(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
+{
+	uint64_t mark = lm_rdm_hold_mark(ep, tx->peer);
+
+	if (mark)
+		lm_rdm_tx_hold(ep, tx, mark);
+	return mark != 0;
 }
 
 /* Held eager sends the link has delivered since are complete, in the

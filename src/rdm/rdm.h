@@ -715,6 +715,20 @@ void lm_rdm_tx_free(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx);
  * and delivered): tx waits in ep->tx_wait as LM_TX_HELD until it has,
  * and true; false when it is delivered already (tx untouched). */
 bool lm_rdm_tx_park_held(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx);
+/* The two halves of it: the link's mark for what was just sent to peer,
+ * or 0 when nothing need wait (delivered, or a link that never holds);
+ * and tx parked at mark. */
+static inline uint64_t lm_rdm_hold_mark(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer)
+{
+	const struct lm_link_ops *ops = ep->link->ops;
+	uint64_t mark = ops->mark ? ops->mark(ep->link, peer->lp) : 0;
+
+	/* Behind a held one it waits too: completions keep their order. */
+	if (!mark || (!ep->tx_held && ops->delivered(ep->link, peer->lp, mark, false)))
+		return 0;
+	return mark;
+}
+void lm_rdm_tx_hold(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx, uint64_t mark);
 /* The live request named by handle that went to from, or NULL. */
 struct lm_rdm_tx *lm_rdm_tx_lookup(struct lm_rdm_ep *ep, uint64_t handle,
                                    const struct lm_rdm_peer *from);

@@ -58,16 +58,15 @@ static inline ssize_t send_eager_words(struct lm_rdm_ep *ep, struct lm_rdm_peer 
 }
 
 /* The fast path's send, taken but not yet delivered by the link: true
- * when it completes later (lm_rdm_tx_park_held). */
+ * when it completes later (held, lm_rdm_tx_hold). */
 static bool held_send(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer, void *context,
                       bool report, bool tagged, size_t len)
 {
-	const struct lm_link_ops *ops = ep->link->ops;
-	uint64_t mark = ops->mark(ep->link, peer->lp);
+	uint64_t mark = lm_rdm_hold_mark(ep, peer);
 	struct lm_rdm_tx *tx;
 
 	/* The common case, without a request: out, and nothing held. */
-	if (!mark || (!ep->tx_held && ops->delivered(ep->link, peer->lp, mark, false)))
+	if (!mark)
 		return false;
 	tx = lm_rdm_tx_alloc(ep); /* one is free: checked */
 	tx->peer = peer;
@@ -79,10 +78,8 @@ static bool held_send(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer, void *cont
 	tx->len = len;
 	tx->iov_count = 0;
 	tx->hdr.flags = 0;
-	if (lm_rdm_tx_park_held(ep, tx))
-		return true;
-	lm_rdm_tx_free(ep, tx);
-	return false;
+	lm_rdm_tx_hold(ep, tx, mark);
+	return true;
 }
 
 /* The fast path: a small message straight into the link, no request (but
