@@ -282,19 +282,8 @@ static void conn_end(struct lm_rdm_ep *ep)
 		lm_rdm_fail_peer(ep, ep->msg_peer, ep->conn_err);
 	}
 	for (struct lm_match *m = &ep->msg; m; m = m == &ep->msg ? &ep->tagged : NULL)
-		while ((e = lm_match_pop_posted(m))) {
-			struct lm_rdm_rx *rx = lm_container_of(e, struct lm_rdm_rx, e);
-
-			if (ep->rx_cq)
-				lm_rx_failed(ep->rx_cq, e, ep->conn_err);
-			if (ep->cntr[LM_CNTR_RECV])
-				lm_cntr_inc_err(ep->cntr[LM_CNTR_RECV]);
-			/* A multi-receive buffer a rendezvous still fills is
-			 * freed when that ends. */
-			rx->released = true;
-			if (!rx->busy)
-				lm_rdm_rx_free(ep, rx);
-		}
+		while ((e = lm_match_pop_posted(m)))
+			lm_rdm_rx_end(ep, lm_container_of(e, struct lm_rdm_rx, e), ep->conn_err);
 }
 
 /* The link had no room for peer: remember it for want_room. */

@@ -824,6 +824,9 @@ void lm_rdm_recv_pkt(void *arg, const void *src_addr, const void *hdr,
 ssize_t lm_rdm_cancel(struct lm_rdm_ep *ep, void *context);
 void lm_rdm_unexp_free(struct lm_rdm_ep *ep, struct lm_rdm_unexp *x);
 void lm_rdm_rx_free(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx);
+/* A posted receive (out of its match list) ends with err (positive): its
+ * error completion and counter; freed unless a rendezvous still fills it. */
+void lm_rdm_rx_end(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx, int err);
 /* A message of msg_len bytes into rx is complete (counters, CQ entry). */
 void lm_rdm_rx_report(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx, size_t msg_len,
                       uint64_t data, uint64_t tag, fi_addr_t src, uint64_t extra);

@@ -47,6 +47,19 @@ void lm_rdm_rx_free(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx)
 	lm_bufpool_free(&ep->rx_pool, rx);
 }
 
+void lm_rdm_rx_end(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx, int err)
+{
+	if (ep->rx_cq)
+		lm_rx_failed(ep->rx_cq, &rx->e, err);
+	if (ep->cntr[LM_CNTR_RECV])
+		lm_cntr_inc_err(ep->cntr[LM_CNTR_RECV]);
+	/* A multi-receive buffer a rendezvous still fills is freed when that
+	 * ends. */
+	rx->released = true;
+	if (!rx->busy)
+		lm_rdm_rx_free(ep, rx);
+}
+
 void lm_rdm_unexp_free(struct lm_rdm_ep *ep, struct lm_rdm_unexp *x)
 {
 	ep->unexp_bytes -= x->buf_len;
@@ -622,15 +635,7 @@ ssize_t lm_rdm_cancel(struct lm_rdm_ep *ep, void *context)
 		if (!e)
 			continue;
 		rx = lm_container_of(e, struct lm_rdm_rx, e);
-		if (ep->rx_cq)
-			lm_rx_cancelled(ep->rx_cq, e);
-		if (ep->cntr[LM_CNTR_RECV])
-			lm_cntr_inc_err(ep->cntr[LM_CNTR_RECV]);
-		/* A multi-receive buffer still being filled by a rendezvous
-		 * is freed when that finishes. */
-		rx->released = true;
-		if (!rx->busy)
-			lm_rdm_rx_free(ep, rx);
+		lm_rdm_rx_end(ep, rx, FI_ECANCELED);
 		return 0;
 	}
 	return -FI_ENOENT;
