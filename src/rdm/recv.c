@@ -375,27 +375,6 @@ static ssize_t peek(struct lm_rdm_ep *ep, struct lm_match *m,
 	return 0;
 }
 
-/* A receive's buffers: count entries, none of them wrapping the total
- * (a NULL buffer is room for no bytes: programs post them, with a length,
- * for empty messages, as libfabric allows; a message with data then ends
- * truncated). */
-static LM_HOT_INLINE int recv_total(const struct iovec *iov, size_t count, size_t *total)
-{
-	size_t sum = 0;
-
-	if (count > LM_IOV_LIMIT || (count && !iov))
-		return -FI_EINVAL;
-	for (size_t i = 0; i < count; i++) {
-		size_t len = iov[i].iov_base ? iov[i].iov_len : 0;
-
-		if (len > SIZE_MAX - sum)
-			return -FI_EINVAL;
-		sum += len;
-	}
-	*total = sum;
-	return 0;
-}
-
 /* The source a receive matches: any, unless the endpoint directs
  * receives of this kind; then one of the AV, or (FI_EXACT_DIRECTED_RECV)
  * nothing but a named one, FI_CLAIM excepted (it takes the message its
@@ -438,9 +417,7 @@ static LM_HOT_INLINE struct lm_rdm_rx *rx_new(struct lm_rdm_ep *ep,
 	rx->released = false;
 	ep->rx_count++;
 	for (size_t i = 0; i < count; i++) {
-		rx->e.iov[i] = iov[i];
-		if (!iov[i].iov_base)
-			rx->e.iov[i].iov_len = 0;
+		rx->e.iov[i] = lm_iov_recv_entry(iov[i]);
 		rx->e.desc[i] = desc ? desc[i] : NULL;
 	}
 	rx->e.iov_count = count;
@@ -549,9 +526,8 @@ static LM_HOT_INLINE ssize_t post_recv(struct lm_rdm_ep *ep, const struct iovec 
 	size_t total;
 	ssize_t ret;
 
-	ret = recv_total(iov, count, &total);
-	if (ret)
-		return ret;
+	if (!lm_iov_recv_valid(iov, count, &total))
+		return -FI_EINVAL;
 	if (flags & LM_BAD_OP_FLAGS)
 		return -FI_EBADFLAGS;
 	if ((flags & FI_MULTI_RECV) && count != 1)

@@ -40,6 +40,36 @@ static inline bool lm_iov_valid(const struct iovec *iov, size_t n, size_t *len)
 	return true;
 }
 
+/* A receive's iov array: at most LM_IOV_LIMIT entries, a total that fits
+ * a size_t (in *len).  A NULL buffer is room for no bytes, whatever its
+ * length (programs post them, with a length, for empty messages, as
+ * libfabric allows; a message with data then ends truncated): copy the
+ * array with lm_iov_recv_entry. */
+static inline bool lm_iov_recv_valid(const struct iovec *iov, size_t n, size_t *len)
+{
+	size_t s = 0;
+
+	if (n > LM_IOV_LIMIT || (n && !iov))
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		size_t l = iov[i].iov_base ? iov[i].iov_len : 0;
+
+		if (l > SIZE_MAX - s)
+			return false;
+		s += l;
+	}
+	*len = s;
+	return true;
+}
+
+/* A receive buffer as the copies see it: a NULL one holds nothing. */
+static inline struct iovec lm_iov_recv_entry(struct iovec v)
+{
+	if (!v.iov_base)
+		v.iov_len = 0;
+	return v;
+}
+
 /* Copy len bytes of src into the iov at byte offset; returns the bytes
  * copied (fewer when the iov ends first). */
 size_t lm_copy_iov_slow(const struct iovec *iov, size_t iov_count, size_t offset,

@@ -177,6 +177,7 @@ static int server(void)
 	struct sockaddr_in addr, all[ET_MAX_PROCS * ET_SLOT / sizeof(addr)];
 	struct fi_cq_tagged_entry c[NCONN + 3];
 	struct fi_cq_err_entry err;
+	int nctx;
 	char small[NCONN + 1][SMALL], tb[2][SMALL], *big = malloc(BIG);
 	int rctx[NCONN + 1], bctx, tctx[2], sctx[NCONN], ep_ctx[NCONN], srx_ctx;
 	void *ctxs[NCONN + 1];
@@ -302,6 +303,23 @@ static int server(void)
 	OK(collect(s.cq, NCONN, c));
 	CHECK_INT(et_barrier(), 0);
 
+	/* Round 3: a receive with a length but no buffer has room for no
+	 * bytes: a message with data ends in it truncated. */
+	CHECK_INT(et_barrier(), 0);
+	OK(fi_recv(srx, NULL, SMALL, NULL, 0, &nctx));
+	CHECK_INT(et_barrier(), 0);
+	{
+		struct fi_cq_tagged_entry t;
+		ssize_t r = et_read(s.cq, &t, NULL, &err, NULL, EV_MS);
+
+		CHECK_INT(r, -FI_EAVAIL);
+		if (r == -FI_EAVAIL) {
+			CHECK_INT(err.err, FI_ETRUNC);
+			CHECK(err.op_context == &nctx);
+			CHECK_INT(err.olen, 8);
+		}
+	}
+
 	for (int i = 0; i < NCONN; i++)
 		CHECK_INT(fi_close(&ep[i]->fid), 0);
 	CHECK_INT(fi_close(&srx->fid), 0);
@@ -319,7 +337,7 @@ static int client(void)
 	struct sockaddr_in srv, all[ET_MAX_PROCS * ET_SLOT / sizeof(srv)];
 	struct fi_cq_tagged_entry c[NCONN + 3];
 	char small[NCONN][SMALL], reply[NCONN][SMALL], tb[2][SMALL], *big = malloc(BIG);
-	int sctx[NCONN], rctx[NCONN], bctx, tctx[2], ep_ctx[NCONN], srx_ctx,
+	int sctx[NCONN], rctx[NCONN], bctx, tctx[2], ep_ctx[NCONN], srx_ctx, nctx,
 	    seen[NCONN] = {0};
 	void *ctxs[NCONN];
 	char port[16];
@@ -408,6 +426,13 @@ static int client(void)
 	for (int i = 0; i < NCONN; i++)
 		CHECK_INT(seen[i], 1);
 	CHECK_INT(et_barrier(), 0);
+
+	/* Round 3: 8 bytes into the server's receive without a buffer. */
+	CHECK_INT(et_barrier(), 0);
+	CHECK_INT(et_barrier(), 0);
+	OK(fi_send(ep[0], tb[0], 8, NULL, 0, &nctx));
+	OK(collect(s.cq, 1, c));
+	CHECK(c[0].op_context == &nctx);
 
 	/* One FI_SHUTDOWN each, whoever ends the connection first (the
 	 * server closes its side now): the aliased endpoint too. */

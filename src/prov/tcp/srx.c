@@ -192,8 +192,9 @@ static ssize_t srx_post(struct tcp_srx *s, const struct iovec *iov, void **desc,
                         void *context, bool tagged)
 {
 	struct lm_rx_entry *e;
+	size_t total;
 
-	if (count > LM_IOV_LIMIT || (count && !iov))
+	if (!lm_iov_recv_valid(iov, count, &total))
 		return -FI_EINVAL;
 	if (flags & SRX_NOT_FLAGS)
 		return -FI_EBADFLAGS;
@@ -209,11 +210,11 @@ static ssize_t srx_post(struct tcp_srx *s, const struct iovec *iov, void **desc,
 	e->flags = (flags & ~(FI_TAGGED | FI_MSG)) | (tagged ? FI_TAGGED : FI_MSG);
 	e->context = context;
 	for (size_t i = 0; i < count; i++) {
-		e->iov[i] = iov[i];
+		e->iov[i] = lm_iov_recv_entry(iov[i]);
 		e->desc[i] = desc ? desc[i] : NULL;
 	}
 	e->iov_count = count;
-	e->total_len = lm_iov_len(iov, count);
+	e->total_len = total;
 	lm_list_push_back(&s->pending, &e->node);
 	s->npending++;
 	feed_all(s);
