@@ -26,8 +26,8 @@ static void atomic_exec(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 {
 	struct lm_rdm_hdr a = {
 	    .version = LM_RDM_WIRE_VERSION, .op = LM_OP_ATOMIC_RESP, .sreq = h->sreq};
-	enum fi_op op = (enum fi_op)(h->tag >> 8 & 0xff);
-	enum fi_datatype dt = (enum fi_datatype)(h->tag & 0xff);
+	enum fi_op op = (enum fi_op)(h->tag >> LM_ATOMIC_TAG_SHIFT & LM_ATOMIC_TAG_MASK);
+	enum fi_datatype dt = (enum fi_datatype)(h->tag & LM_ATOMIC_TAG_MASK);
 	enum lm_atomic_kind kind = h->flags & LM_HF_COMPARE ? LM_ATOMIC_COMPARE
 	                           : h->flags & LM_HF_FETCH ? LM_ATOMIC_FETCH
 	                                                    : LM_ATOMIC_BASE;
@@ -36,7 +36,7 @@ static void atomic_exec(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 	void *dst;
 	int ret = 0;
 
-	if (!sz || h->tag >> 16 || !lm_atomic_valid(dt, op, kind)) {
+	if (!sz || h->tag >> 2 * LM_ATOMIC_TAG_SHIFT || !lm_atomic_valid(dt, op, kind)) {
 		ret = -FI_EOPNOTSUPP;
 		goto answer;
 	}
@@ -159,8 +159,8 @@ static ssize_t atomic_post(struct lm_rdm_ctx *ctx, enum lm_atomic_kind kind,
 	    a->res_count > LM_IOV_LIMIT || (a->count && !a->iov) ||
 	    (a->cmp_count && !a->cmp) || (a->res_count && !a->res))
 		return -FI_EINVAL;
-	if ((unsigned)a->dt > 0xff || (unsigned)a->op > 0xff ||
-	    !lm_atomic_valid(a->dt, a->op, kind))
+	if ((unsigned)a->dt > LM_ATOMIC_TAG_MASK ||
+	    (unsigned)a->op > LM_ATOMIC_TAG_MASK || !lm_atomic_valid(a->dt, a->op, kind))
 		return -FI_EOPNOTSUPP;
 	nelem = ioc_to_iov(a->iov, a->count, sz, ops, send_ops);
 	if (nelem == SIZE_MAX)
@@ -230,7 +230,7 @@ static ssize_t atomic_post(struct lm_rdm_ctx *ctx, enum lm_atomic_kind kind,
 	          : kind == LM_ATOMIC_FETCH ? LM_HF_FETCH
 	                                    : 0;
 	h.size = nelem;
-	h.tag = (uint64_t)a->op << 8 | (uint64_t)a->dt;
+	h.tag = (uint64_t)a->op << LM_ATOMIC_TAG_SHIFT | (uint64_t)a->dt;
 	h.addr = a->addr;
 	h.key = a->key;
 	ret = lm_rdm_tx_launch(ep, tx, &h);

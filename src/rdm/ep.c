@@ -6,12 +6,17 @@
 
 #include "rdm.h"
 
+/* Queue depths for an fi_info whose tx_attr / rx_attr give none (the
+ * providers report LM_RDM_QUEUE_SIZE): modest, since each request costs
+ * an inject buffer and the caller asked for nothing. */
 #define DEFAULT_TX_SIZE 256
 #define DEFAULT_RX_SIZE 256
 /* Unexpected eager data an endpoint holds before it stops reading. */
-#define DEFAULT_UNEXP_MAX   ((size_t)64 << 20)
+#define DEFAULT_UNEXP_MAX LM_RDM_UNEXP_MAX
+/* FI_OPT_MIN_MULTI_RECV until set: a multi-receive buffer with less room
+ * left is released.  A small message still fits in what is kept. */
 #define DEFAULT_MIN_MULTI   64
-#define DEFAULT_INJECT_SIZE 4096
+#define DEFAULT_INJECT_SIZE LM_RDM_INJECT_SIZE
 
 /* ---- domain ---------------------------------------------------------------- */
 

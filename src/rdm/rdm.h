@@ -1,13 +1,14 @@
 /* rdm.h - internal interface of the RDM engine: the wire header every link
  * carries, the engine's domain, endpoint, peer and request objects, and the
- * calls shared by its files (ep.c, msg.c, progress.c, rma.c, atomic.c). */
+ * calls shared by its files (ep.c, send.c, recv.c, rndv.c, progress.c,
+ * rma.c, atomic.c). */
 #ifndef LOOM_RDM_H
 #define LOOM_RDM_H
 
 #include "util.h"
 #include "link.h"
 
-/* ---- wire format, version 1 ---------------------------------------------
+/* ---- wire format (LM_RDM_WIRE_VERSION, now 5) ----------------------------
  * Every packet is one 64-byte header followed by `len` payload bytes.
  * Fields are in the sender's byte order (links join processes or hosts of
  * one architecture; a foreign version byte is dropped with a warning).
@@ -36,6 +37,25 @@
  *           R has both halves, R -FIN-> S.  A failed PUSH (S may not write
  *           R's memory) is answered PUSHED(FI_EOPNOTSUPP) and R reads the
  *           rest itself.
+ *   early:  on links that read byte streams (LM_LINK_EARLY) an RTS may
+ *           carry the message's first bytes after its iov list
+ *           (LM_HF_EARLY, addr = the list's length).  A receiver that
+ *           matches the RTS when its header comes keeps them and answers
+ *           at once with CTS from their end (CTS addr = the offset the
+ *           DATA stream starts at), or FIN when they are the whole
+ *           message; one that cannot drops them and later asks from 0.
+ *           They are never buffered, so they take no eager credit.
+ * Eager credit: a sender has at most LM_EAGER_CREDIT bytes of eager
+ * payload to one peer that the peer has not consumed yet; a message that
+ * does not fit goes by rendezvous (an RTS holds no buffer at the
+ * receiver).  The receiver gives consumed bytes back with CREDIT (size =
+ * bytes) once they add up to LM_CREDIT_RETURN, and in rreq of its EAGER
+ * and RTS packets (bytes, 0: none) once LM_CREDIT_RIDE are owed, so
+ * traffic both ways returns it without CREDIT packets.  So what one peer
+ * makes a receiver hold for unexpected messages is bounded, and a
+ * receiver need never stop reading a link because of conforming peers
+ * (what stopped reading could hide the rendezvous data a posted receive
+ * waits for).
  * RMA and atomics (I = initiator, T = target) execute at T after T checked
  * key, bounds and access (lm_mr_verify*); every one is answered, so I's
  * completion means the data is in place (delivery complete).  A failed
@@ -54,31 +74,31 @@
  * Request handles are (generation << 32 | slot): a stale or forged handle
  * names no live request and the packet is dropped.
  * An "iov list" payload is a count and that many (base, len) pairs, its
- * length exactly 8 + 16 * count bytes (struct lm_rdm_rts).
- * Version 2: RMA and atomics (version 1 peers dropped those packets).
- * Version 3: iov lists sized by their count; PUSH/PUSHED.
- * Version 4: eager credit.  A sender has at most LM_EAGER_CREDIT bytes of
- * eager payload to one peer that the peer has not consumed yet; a message
- * that does not fit goes by rendezvous (an RTS holds no buffer at the
- * receiver).  The receiver gives consumed bytes back with CREDIT (size =
- * bytes) once they add up to LM_CREDIT_RETURN.  So what one peer makes a
- * receiver hold for unexpected messages is bounded, and a receiver need
- * never stop reading a link because of conforming peers (what stopped
- * reading could hide the rendezvous data a posted receive waits for).
- * Version 5: on links that read byte streams (LM_LINK_EARLY) an RTS may
- * carry the message's first bytes after its iov list (LM_HF_EARLY, addr =
- * the list's length).  A receiver that matches the RTS when its header
- * comes keeps them and answers at once with CTS from their end (CTS addr
- * = the offset the DATA stream starts at), or FIN when they are the whole
- * message; one that cannot drops them and later asks from 0.  They are
- * never buffered, so they take no eager credit.  EAGER and RTS packets
- * also give credit back in rreq (bytes, 0: none) once LM_CREDIT_RIDE are
- * owed, so traffic both ways returns it without CREDIT packets. */
+ * length exactly 8 + 16 * count bytes (struct lm_rdm_rts). */
+/* The header's version byte.  There is no negotiation: a packet of
+ * another version is dropped, so any change to the header, the ops, the
+ * flags or the protocols above takes a new number. */
 #define LM_RDM_WIRE_VERSION 5
+/* Eager bytes a sender may have unconsumed at one peer.  Large enough for
+ * many eager messages (the links' eager sizes are 4 to 64 KiB) to be in
+ * flight before a sender falls back to rendezvous; small enough that the
+ * reserve a receiver keeps reading into for conforming peers (this much
+ * per peer, poll_link in progress.c) stays a few MiB in small jobs. */
 #define LM_EAGER_CREDIT     ((size_t)1 << 20)
+/* Consumed credit given back by a CREDIT packet: a quarter, so a one-way
+ * stream pays one small packet per 256 KiB and its sender still has most
+ * of its credit when the packet arrives. */
 #define LM_CREDIT_RETURN    (LM_EAGER_CREDIT / 4)
+/* Consumed credit given back riding an EAGER or RTS (rreq).  Below
+ * LM_CREDIT_RETURN, so traffic both ways returns it before a CREDIT
+ * packet is due; not on every message, since a non-zero rreq is one more
+ * header word where a link sends only the non-zero ones (shm). */
 #define LM_CREDIT_RIDE      (LM_EAGER_CREDIT / 16)
-/* RTSs sent without their first piece after one whose piece was dropped. */
+/* RTSs sent without their first piece after one whose piece was dropped
+ * (no receive posted when its header came).  Enough that a program whose
+ * receives trail the RTSs (Open MPI posts its receive once its own send
+ * is done) stops paying for pieces sent twice; few enough that one whose
+ * receives come in time soon gets them again. */
 #define LM_EARLY_BACKOFF    32
 /* Largest message whose RTS carries its first piece.  Above, the DATA
  * stream's large writes start while the receiver still reads the piece,
@@ -86,6 +106,9 @@
  * ping-pong over tcp: docs/PERFORMANCE.md, Findings). */
 #define LM_EARLY_MAX        ((size_t)512 << 10)
 
+/* Packet kinds (the header's op byte).  Wire values: 0 is no packet, so
+ * a zeroed header is refused; a new op goes before LM_OP_MAX, and
+ * renumbering takes a new LM_RDM_WIRE_VERSION. */
 enum {
 	LM_OP_EAGER = 1,
 	LM_OP_RTS,
@@ -105,7 +128,7 @@ enum {
 	LM_OP_MAX
 };
 
-/* header flags */
+/* Header flags: one bit each of the 16-bit flags field, wire values. */
 #define LM_HF_TAGGED  0x0001
 #define LM_HF_CQ_DATA 0x0002 /* data is remote CQ data */
 #define LM_HF_ACK     0x0004 /* answer with ACK once delivered */
@@ -174,23 +197,58 @@ static inline size_t lm_rdm_rts_len(const struct lm_rdm_rts *rts)
 }
 
 /* Messages from this size up use the split rendezvous when both sides may
- * copy each other's memory: two CPUs copy at once. */
+ * copy each other's memory: two CPUs copy at once.  Large enough that the
+ * PUSH/PUSHED exchange it adds is small against the copy; small enough
+ * that large messages get the second CPU. */
 #define LM_SPLIT_MIN (256 * 1024)
+
+/* Remote (addr, key) pieces per RMA or atomic (rma_iov_limit): the header
+ * has one addr and one key. */
+#define LM_RMA_IOV_LIMIT 1
+
+/* ATOMIC's tag: fi_op in the byte above the fi_datatype byte, and nothing
+ * higher (a packet with higher bits set is refused).  A byte each holds
+ * every value libfabric defines. */
+#define LM_ATOMIC_TAG_SHIFT 8
+#define LM_ATOMIC_TAG_MASK  0xffu
+
+/* Limits every provider on the engine reports in tx_attr / rx_attr /
+ * ep_attr (the engine's own defaults for an fi_info without them are in
+ * ep.c).  inject: a page; each request carries a copy buffer of this size
+ * (struct lm_rdm_tx.inject, allocated up front), so it is paid per queue
+ * entry.  queue: requests (tx) and posted receives (rx) an endpoint takes
+ * before -FI_EAGAIN; deep enough for a window of messages per peer in
+ * small jobs, at a few MiB of requests.  unexp: total_buffered_recv, the
+ * unexpected eager data an endpoint holds before it stops reading (each
+ * peer's LM_EAGER_CREDIT comes on top); bounds a receiver's memory while
+ * leaving room for bursts.  max_msg: no real bound (sizes travel as 64
+ * bits); 2^62 leaves sums of a few sizes room before they wrap. */
+#define LM_RDM_INJECT_SIZE  4096
+#define LM_RDM_QUEUE_SIZE   1024
+#define LM_RDM_UNEXP_MAX    ((size_t)64 << 20)
+#define LM_RDM_MAX_MSG_SIZE ((size_t)1 << 62)
+
+/* Bytes of a peer's printable address an error entry carries as err_data
+ * (and the domain's max_err_data): well above the longest address text
+ * of any link (tcp's IPv6 form, some 70 bytes). */
+#define LM_ERR_DATA_MAX 256
 
 /* The fi_domain_attr fields every provider on the engine reports, as
  * designated initializers (a provider adds its name and caps).  Virtual
  * addresses and provider keys are preferred, not needed: util's memory
  * registration serves offsets and application keys too, so applications
- * that accept neither (the default registration) are served as well. */
+ * that accept neither (the default registration) are served as well.
+ * The object counts are what fi_getinfo reports, and hints asking for
+ * more get no answer (core/match.c); the engine enforces none of them. */
 #define LM_RDM_DOMAIN_ATTRS                                                              \
 	.threading = FI_THREAD_SAFE, .control_progress = FI_PROGRESS_MANUAL,             \
 	.data_progress = FI_PROGRESS_MANUAL, .resource_mgmt = FI_RM_ENABLED,             \
 	.av_type = FI_AV_UNSPEC,                                                         \
 	.mr_mode = LM_MR_PREFERRED | FI_MR_VIRT_ADDR | FI_MR_PROV_KEY,                   \
-	.mr_key_size = sizeof(uint64_t), .cq_data_size = sizeof(uint64_t),              \
+	.mr_key_size = sizeof(uint64_t), .cq_data_size = sizeof(uint64_t),               \
 	.cq_cnt = 1024, .ep_cnt = 256, .tx_ctx_cnt = 256, .rx_ctx_cnt = 256,             \
 	.max_ep_tx_ctx = 1, .max_ep_rx_ctx = 1, .mr_iov_limit = LM_IOV_LIMIT,            \
-	.mr_cnt = 1 << 16, .cntr_cnt = 1024, .max_err_data = 256
+	.mr_cnt = 1 << 16, .cntr_cnt = 1024, .max_err_data = LM_ERR_DATA_MAX
 
 /* ---- domain --------------------------------------------------------------
  * A provider built on the engine embeds this at the start of its domain
@@ -249,7 +307,7 @@ struct lm_rdm_peer {
 	 * payload goes (lm_rdm_place): read straight into the receive, or
 	 * (truncated) delivered by the next recv of this peer, which is it. */
 	struct lm_rdm_rndv *eager;
-	size_t credit; /* eager bytes we may still send it (wire version 4) */
+	size_t credit; /* eager bytes we may still send it (LM_EAGER_CREDIT) */
 	bool replying; /* a message of its came since we last sent it one */
 	/* Below 0 after an RTS's first piece found no receive posted there:
 	 * the next RTSs go without one, counting back up to 0. */
@@ -302,7 +360,8 @@ struct lm_rdm_rx {
 };
 
 /* prov_errno of an operation that failed with its peer: err_data names the
- * peer (lm_rdm_strerror prints it). */
+ * peer (lm_rdm_strerror prints it).  Far above every errno and FI_E*
+ * value, so it is not taken for one. */
 #define LM_PROV_PEER_GONE 0x10001
 
 /* ---- handles -------------------------------------------------------------
@@ -422,6 +481,11 @@ struct lm_rdm_ctl {
 
 /* ---- endpoint ------------------------------------------------------------ */
 
+/* Full peers a sleeper asks to ring when they have room (want_room).  A
+ * sender is rarely blocked on more at once; beyond, it looks again on a
+ * short timer (room_other, progress.c). */
+#define LM_ROOM_PEERS 4
+
 struct lm_rdm_ep_ext;
 
 /* A fid_ep: the endpoint itself or an alias with other op flags. */
@@ -523,7 +587,7 @@ struct lm_rdm_ep {
 	/* Peers whose link answered -FI_EAGAIN since progress began, for
 	 * want_room before sleeping; room_other: more peers than fit here,
 	 * or something held back for another reason. */
-	struct lm_rdm_peer *room_peer[4];
+	struct lm_rdm_peer *room_peer[LM_ROOM_PEERS];
 	unsigned room_count;
 	bool room_other;
 	/* Nothing queued, awaited or armed (set by progress under the lock,
@@ -919,7 +983,7 @@ int lm_rdm_rts_parse(struct lm_rdm_rts *rts, const void *payload, size_t plen);
 /* The first size bytes of rts as an iov array; 0 when rts holds fewer (a
  * zero size gives one empty piece). */
 size_t lm_rdm_rts_iov(const struct lm_rdm_rts *rts, uint64_t size, struct iovec *out);
-/* split rendezvous (msg.c) */
+/* split rendezvous (rndv.c) */
 void lm_rdm_on_push(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
                     const struct lm_rdm_hdr *h, const void *payload, size_t plen);
 void lm_rdm_on_pushed(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,

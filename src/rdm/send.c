@@ -8,8 +8,8 @@
 
 /* ---- sending ------------------------------------------------------------------- */
 
-/* May a message of len bytes go eager to peer?  Within its credit (wire
- * version 4); when short, what the peer gave back may be waiting. */
+/* May a message of len bytes go eager to peer?  Within its credit
+ * (LM_EAGER_CREDIT); when short, what the peer gave back may be waiting. */
 static bool eager_ok(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer, size_t len)
 {
 	/* A reply (a message of peer's came since we sent it one) goes

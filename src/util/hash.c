@@ -8,6 +8,8 @@
 /* Fewest buckets: 128 bytes, so a small map does not grow on its first inserts. */
 #define MIN_BUCKETS 16
 
+/* MurmurHash3's 64-bit finalizer (its constants are its definition): FNV
+ * alone leaves the low bits, which pick the bucket, poorly mixed. */
 static uint64_t mix(uint64_t k)
 {
 	k ^= k >> 33;
@@ -20,14 +22,7 @@ static uint64_t mix(uint64_t k)
 
 uint64_t lm_hash_bytes(const void *data, size_t len)
 {
-	const unsigned char *p = data;
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (size_t i = 0; i < len; i++) {
-		h ^= p[i];
-		h *= 0x100000001b3ULL;
-	}
-	return mix(h);
+	return mix(lm_fnv1a(LM_FNV1A_BASIS, data, len));
 }
 
 int lm_hmap_init(struct lm_hmap *m, size_t expected)

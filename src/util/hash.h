@@ -34,4 +34,18 @@ struct lm_hnode *lm_hmap_find_next(const struct lm_hnode *n);
 /* 64-bit hash of a byte string (FNV-1a folded through a mixer). */
 uint64_t lm_hash_bytes(const void *data, size_t len);
 
+/* 64-bit FNV-1a, whose parameters are its definition: h (LM_FNV1A_BASIS
+ * to begin) carried on over len bytes of data.  Stable across builds and
+ * hosts, for hashes that name things other processes look up. */
+#define LM_FNV1A_BASIS 0xcbf29ce484222325ULL
+#define LM_FNV1A_PRIME 0x100000001b3ULL
+static inline uint64_t lm_fnv1a(uint64_t h, const void *data, size_t len)
+{
+	const unsigned char *p = data;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ p[i]) * LM_FNV1A_PRIME;
+	return h;
+}
+
 #endif

@@ -10,7 +10,10 @@
 #include <sys/uio.h>
 
 /* Most iov entries a posted receive carries (the rx_attr iov_limit the
- * providers advertise). */
+ * providers advertise), and so the most an engine iov list carries on the
+ * wire (struct lm_rdm_rts).  Every request and transfer holds this many
+ * entries inline, and a one-piece list travels in a small packet: small
+ * enough for both, enough for the few pieces gathered calls tend to use. */
 #define LM_IOV_LIMIT 4
 
 /* Bytes in an iov array. */

@@ -61,6 +61,20 @@ int lm_cm_no_join(struct fid_ep *ep, const void *addr, uint64_t flags,
 	return -FI_ENOSYS;
 }
 
+int lm_ep_no_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr,
+                    struct fid_ep **tx_ep, void *context)
+{
+	(void)sep, (void)index, (void)attr, (void)tx_ep, (void)context;
+	return -FI_ENOSYS;
+}
+
+int lm_ep_no_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr,
+                    struct fid_ep **rx_ep, void *context)
+{
+	(void)sep, (void)index, (void)attr, (void)rx_ep, (void)context;
+	return -FI_ENOSYS;
+}
+
 const struct fi_ops_cm lm_nosys_cm_ops = {
     .size = sizeof(struct fi_ops_cm),
     .setname = no_setname,

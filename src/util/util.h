@@ -142,6 +142,13 @@ int lm_fabric_fini(struct lm_fabric *fab);
 		.passive_ep = (pep_fn), .eq_open = lm_eq_open, .wait_open = lm_wait_open, \
 		.trywait = lm_trywait, .domain2 = lm_fabric_domain2,                     \
 	}
+/* The providers' version (fi_provider.version, and so every answer's
+ * fabric_attr->prov_version): one number for the whole library. */
+#define LM_PROV_VERSION FI_VERSION(1, 0)
+/* fi_provider.fi_version: the libfabric API release the providers are
+ * written and checked against (Debian 12's libfabric 1.17, loom's
+ * reference).  The core checks only its major number (registry.c). */
+#define LM_PROV_FI_VERSION FI_VERSION(1, 17)
 int lm_fabric_no_domain(struct fid_fabric *fabric, struct fi_info *info,
                         struct fid_domain **dom, void *context);
 int lm_fabric_no_pep(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep **pep,
@@ -203,6 +210,11 @@ int lm_cm_no_reject(struct fid_pep *pep, fid_t handle, const void *param,
 int lm_cm_no_shutdown(struct fid_ep *ep, uint64_t flags);
 int lm_cm_no_join(struct fid_ep *ep, const void *addr, uint64_t flags,
 		  struct fid_mc **mc, void *context);
+/* fi_tx_context / fi_rx_context of an endpoint that is not scalable. */
+int lm_ep_no_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr,
+                    struct fid_ep **tx_ep, void *context);
+int lm_ep_no_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr,
+                    struct fid_ep **rx_ep, void *context);
 extern const struct fi_ops_cm lm_nosys_cm_ops;
 extern const struct fi_ops_rma lm_nosys_rma_ops;
 extern const struct fi_ops_atomic lm_nosys_atomic_ops;

@@ -139,22 +139,28 @@ ssize_t shm_cma_write(pid_t pid, const struct iovec *local, size_t lcnt,
 	return cma_copy(pid, local, lcnt, remote, rcnt, true);
 }
 
+/* Read the word at addr in process pid: 1 when it is want, else a
+ * negative code (-FI_EIO: the copy was short or read another value). */
+static int probe_word(pid_t pid, uint64_t addr, uint64_t want)
+{
+	uint64_t dst = 0;
+	struct iovec l = {&dst, sizeof(dst)}, r = {(void *)(uintptr_t)addr, sizeof(dst)};
+	ssize_t n = shm_cma_read(pid, &l, 1, &r, 1);
+
+	if (n < 0)
+		return (int)n;
+	return n == (ssize_t)sizeof(dst) && dst == want ? 1 : -FI_EIO;
+}
+
 int shm_cma_probe(void)
 {
-	static const uint64_t src = 0x636d612070726f62ULL;
-	uint64_t dst = 0;
-	struct iovec l = {&dst, sizeof(dst)}, r = {(void *)&src, sizeof(src)};
-	ssize_t n;
+	static const uint64_t src = SHM_CMA_PROBE_WORD;
 	int st;
 
 	st = atomic_load(&cma_self);
 	if (st)
 		return st > 0 ? 0 : st;
-	n = shm_cma_read(getpid(), &l, 1, &r, 1);
-	if (n < 0)
-		st = (int)n;
-	else
-		st = n == (ssize_t)sizeof(dst) && dst == src ? 1 : -FI_EIO;
+	st = probe_word(getpid(), (uint64_t)(uintptr_t)&src, src);
 	if (st < 0)
 		LM_INFO(shm_log_prov, FI_LOG_CORE,
 		        "cross-memory attach unavailable (%s): using bounce buffers\n",
@@ -165,21 +171,13 @@ int shm_cma_probe(void)
 
 int shm_cma_peer_probe(struct shm_peer *p)
 {
-	uint64_t dst = 0;
-	struct iovec l = {&dst, sizeof(dst)};
-	struct iovec r = {(void *)(uintptr_t)p->map.hdr->cma_probe_addr, sizeof(dst)};
-	ssize_t n;
 	int st;
 
 	if (p->cma)
 		return p->cma > 0 ? 0 : p->cma;
 	/* The address comes from shared memory: a wrong one only makes the
 	 * kernel fail the read of the peer, never touches our memory. */
-	n = shm_cma_read(p->pid, &l, 1, &r, 1);
-	if (n < 0)
-		st = (int)n;
-	else
-		st = n == (ssize_t)sizeof(dst) && dst == SHM_CMA_PROBE_WORD ? 1 : -FI_EIO;
+	st = probe_word(p->pid, p->map.hdr->cma_probe_addr, SHM_CMA_PROBE_WORD);
 	if (st < 0)
 		LM_INFO(shm_log_prov, FI_LOG_EP_CTRL,
 		        "cross-memory attach to %s refused (%s): using bounce buffers\n",

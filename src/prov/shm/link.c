@@ -38,7 +38,16 @@ struct shm_wire {
 	uint8_t mask;
 };
 
+/* Bytes of the wire fields: their three words. */
 #define WIRE_SIZE 24
+/* The engine header's size, the only one this link packs: eight words,
+ * so that which of them are present fits mask's one byte (WIRE_MASK_ALL). */
+#define WIRE_MAX_HDR  64
+#define WIRE_MASK_ALL ((1u << (WIRE_MAX_HDR / 8)) - 1)
+_Static_assert(WIRE_MAX_HDR == sizeof(struct lm_rdm_hdr), "the engine's header");
+/* Header words a small tagged message has present (version word, size,
+ * tag), what inline_max leaves room for beside its payload. */
+#define INLINE_HDR_WORDS 3
 
 _Static_assert(offsetof(struct shm_bin_addr, pid) == 0 &&
                    offsetof(struct shm_bin_addr, zero) == 4 &&
@@ -50,7 +59,7 @@ static inline void wire_put(unsigned char *out, const struct shm_bin_addr *self,
                             uint32_t buf, size_t len, unsigned mask)
 {
 	uint64_t w0 = (uint64_t)(uint32_t)self->pid | (uint64_t)buf << 32;
-	uint64_t w2 = (uint64_t)(uint32_t)len | (uint64_t)(mask & 0xff) << 32;
+	uint64_t w2 = (uint64_t)(uint32_t)len | (uint64_t)(mask & WIRE_MASK_ALL) << 32;
 
 	memcpy(out, &w0, 8);
 	memcpy(out + 8, &self->token, 8);
@@ -68,8 +77,6 @@ static inline void wire_get(const void *in, struct shm_wire *w)
 	w->len = (uint32_t)x[2];
 	w->mask = (uint8_t)(x[2] >> 32);
 }
-
-#define WIRE_MAX_HDR 64
 
 struct shm_link {
 	struct lm_link link;
@@ -181,7 +188,7 @@ static int shm_link_open(void *ctx, const struct lm_link_attr *attr, const void 
 	l->link.fd = l->epfd;
 	l->link.max_payload = SHM_BUF_SIZE;
 	/* What fits beside a header of three words (a typical message). */
-	l->link.inline_max = SHM_INLINE_MAX - WIRE_SIZE - 3 * 8;
+	l->link.inline_max = SHM_INLINE_MAX - WIRE_SIZE - INLINE_HDR_WORDS * 8;
 	l->link.caps = !attr->no_bulk && shm_cma_probe() == 0
 	                   ? LM_LINK_BULK_READ | LM_LINK_BULK_WRITE
 	                   : 0;
@@ -367,7 +374,7 @@ static ssize_t shm_link_send_words(struct lm_link *link, struct lm_link_peer *pe
 	struct shm_link *l = lm_container_of(link, struct shm_link, link);
 	struct iovec iov = {(void *)payload, len};
 
-	if (mask > 0xff || len > SHM_BUF_SIZE)
+	if (mask > WIRE_MASK_ALL || len > SHM_BUF_SIZE)
 		return -FI_EMSGSIZE;
 	return send_packed(l, peer, words, mask, &iov, 1, len);
 }
@@ -481,17 +488,27 @@ static int shm_link_want_room(struct lm_link *link, struct lm_link_peer *peer)
 	return shm_room_want(peer->sp, l->self.pid, l->self.token, peer->want_buf);
 }
 
+/* May a bulk copy of kind cap (LM_LINK_BULK_*) go to peer?  0, or why not:
+ * a failed probe's -FI_EIO becomes -FI_EPERM, since -FI_EIO would tell the
+ * engine the peer is gone rather than "use packets" (link.h). */
+static int bulk_check(struct lm_link *link, struct lm_link_peer *peer, unsigned cap)
+{
+	int ret;
+
+	if (!(link->caps & cap) || peer->own_process)
+		return -FI_ENOSYS;
+	ret = shm_cma_peer_probe(peer->sp);
+	return ret == -FI_EIO ? -FI_EPERM : ret;
+}
+
 static ssize_t shm_link_bulk_read(struct lm_link *link, struct lm_link_peer *peer,
                                   const struct iovec *local, size_t local_count,
                                   const struct iovec *remote, size_t remote_count)
 {
-	int ret;
+	int ret = bulk_check(link, peer, LM_LINK_BULK_READ);
 
-	if (!(link->caps & LM_LINK_BULK_READ) || peer->own_process)
-		return -FI_ENOSYS;
-	ret = shm_cma_peer_probe(peer->sp);
 	if (ret)
-		return ret == -FI_EIO ? -FI_EPERM : ret;
+		return ret;
 	return shm_cma_read(peer->sp->pid, local, local_count, remote, remote_count);
 }
 
@@ -499,13 +516,10 @@ static ssize_t shm_link_bulk_write(struct lm_link *link, struct lm_link_peer *pe
                                    const struct iovec *local, size_t local_count,
                                    const struct iovec *remote, size_t remote_count)
 {
-	int ret;
+	int ret = bulk_check(link, peer, LM_LINK_BULK_WRITE);
 
-	if (!(link->caps & LM_LINK_BULK_WRITE) || peer->own_process)
-		return -FI_ENOSYS;
-	ret = shm_cma_peer_probe(peer->sp);
 	if (ret)
-		return ret == -FI_EIO ? -FI_EPERM : ret;
+		return ret;
 	return shm_cma_write(peer->sp->pid, local, local_count, remote, remote_count);
 }
 

@@ -24,25 +24,25 @@ static struct fi_tx_attr shm_tx = {
     .op_flags = 0,
     .msg_order = FI_ORDER_SAS,
     .comp_order = LM_ORDER_NONE,
-    .inject_size = 4096,
-    .size = 1024,
+    .inject_size = LM_RDM_INJECT_SIZE,
+    .size = LM_RDM_QUEUE_SIZE,
     .iov_limit = LM_IOV_LIMIT,
-    .rma_iov_limit = 1,
+    .rma_iov_limit = LM_RMA_IOV_LIMIT,
 };
 static struct fi_rx_attr shm_rx = {
     .caps = SHM_CAPS & LM_RX_CAPS,
     .op_flags = 0,
     .msg_order = FI_ORDER_SAS,
     .comp_order = LM_ORDER_NONE,
-    .total_buffered_recv = (size_t)64 << 20, /* unexpected data held, at most */
-    .size = 1024,
+    .total_buffered_recv = LM_RDM_UNEXP_MAX, /* unexpected data held, at most */
+    .size = LM_RDM_QUEUE_SIZE,
     .iov_limit = LM_IOV_LIMIT,
 };
 static struct fi_ep_attr shm_ep = {
     .type = FI_EP_RDM,
     .protocol = FI_PROTO_SHM,
     .protocol_version = LM_RDM_WIRE_VERSION,
-    .max_msg_size = (size_t)1 << 62,
+    .max_msg_size = LM_RDM_MAX_MSG_SIZE,
     .max_order_raw_size = 0,
     .max_order_war_size = 0,
     .max_order_waw_size = 0,
@@ -57,7 +57,7 @@ static struct fi_domain_attr shm_dom = {
 };
 static struct fi_fabric_attr shm_fab = {
     .name = "shm",
-    .prov_version = FI_VERSION(1, 0),
+    .prov_version = LM_PROV_VERSION,
 };
 static struct fi_info shm_info = {
     .caps = SHM_CAPS,
@@ -191,8 +191,8 @@ static int shm_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabr
 }
 
 struct fi_provider shm_prov = {
-    .version = FI_VERSION(1, 0),
-    .fi_version = FI_VERSION(1, 17),
+    .version = LM_PROV_VERSION,
+    .fi_version = LM_PROV_FI_VERSION,
     .name = "shm",
     .getinfo = shm_getinfo,
     .fabric = shm_fabric_open,

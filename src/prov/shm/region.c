@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "core.h"
+#include "hash.h"
 #include "shm_link.h"
 #include "sock.h"
 
@@ -164,12 +165,9 @@ int shm_addr_parse(const char *addr, pid_t *pid, uint64_t *token)
 /* FNV-1a: stable across builds and hosts, as a region's name must be. */
 static uint64_t name_hash(const char *prefix, const char *s)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t h = lm_fnv1a(LM_FNV1A_BASIS, prefix, prefix ? strlen(prefix) : 0);
 
-	for (; prefix && *prefix; prefix++)
-		h = (h ^ (unsigned char)*prefix) * 0x100000001b3ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	h = lm_fnv1a(h, s, strlen(s));
 	return h ? h : 1;
 }
 
@@ -234,9 +232,10 @@ static int shm_map_check(struct shm_map *m, char *base, size_t size, const char 
 	bsize = h->buf_size;
 	if (h->hdr_size != sizeof(*h) || total != size || cells < 2 ||
 	    cells > SHM_RING_CELLS_MAX || (cells & (cells - 1)) ||
-	    count > SHM_BUF_COUNT_MAX || bsize == 0 || bsize > (1u << 24) || bsize % 64 ||
-	    ring_off % 64 || meta_off % 8 || buf_off % 64 || ring_off < sizeof(*h) ||
-	    ring_off > size || (uint64_t)cells * SHM_CELL_SIZE > size - ring_off ||
+	    count > SHM_BUF_COUNT_MAX || bsize == 0 || bsize > SHM_BUF_SIZE_MAX ||
+	    bsize % SHM_CACHE_LINE || ring_off % SHM_CACHE_LINE || meta_off % 8 ||
+	    buf_off % SHM_CACHE_LINE || ring_off < sizeof(*h) || ring_off > size ||
+	    (uint64_t)cells * SHM_CELL_SIZE > size - ring_off ||
 	    meta_off < ring_off + (uint64_t)cells * SHM_CELL_SIZE || meta_off > size ||
 	    (uint64_t)count * sizeof(struct shm_buf_meta) > size - meta_off ||
 	    buf_off < meta_off + (uint64_t)count * sizeof(struct shm_buf_meta) ||
@@ -378,7 +377,7 @@ again:
 	 * which the owner polls) is not in the same 128-byte pair as its
 	 * second, which the hardware's adjacent-line prefetcher would then
 	 * fetch with it while the producer is about to write it. */
-	ring_off = align_up(sizeof(struct shm_hdr), 128) + 64;
+	ring_off = align_up(sizeof(struct shm_hdr), 2 * SHM_CACHE_LINE) + SHM_CACHE_LINE;
 	meta_off = ring_off + (uint64_t)cells * SHM_CELL_SIZE;
 	buf_off = align_up(meta_off + (uint64_t)count * sizeof(struct shm_buf_meta),
 	                   SHM_BUF_ALIGN);
@@ -445,7 +444,7 @@ again:
 		struct shm_buf_meta *m = (struct shm_buf_meta *)(base + meta_off) + i;
 
 		atomic_init(&m->next, i + 1 < count ? i + 1 : SHM_BUF_NONE);
-		atomic_init(&m->state, 0);
+		atomic_init(&m->state, SHM_BUF_FREE);
 	}
 	atomic_init(&h->buf_free, count ? 0 : SHM_BUF_NONE);
 	atomic_init(&h->ring_head, 0);
@@ -636,20 +635,22 @@ int shm_room_want(struct shm_peer *p, pid_t pid, uint64_t token, bool buf)
 	/* Already waiting (a slot not rung yet), else a free slot. */
 	for (i = 0; i < SHM_WAITERS && !mine; i++) {
 		w = &h->waiters[i];
-		if (atomic_load_explicit(&w->state, memory_order_acquire) == 2 &&
+		if (atomic_load_explicit(&w->state, memory_order_acquire) ==
+		        SHM_WAITER_WAITING &&
 		    atomic_load_explicit(&w->pid, memory_order_relaxed) == pid &&
 		    atomic_load_explicit(&w->token, memory_order_relaxed) == token)
 			mine = w;
 	}
 	for (i = 0; i < SHM_WAITERS && !mine; i++) {
 		w = &h->waiters[i];
-		zero = 0;
-		if (atomic_compare_exchange_strong_explicit(&w->state, &zero, 1,
-		                                            memory_order_acquire,
-		                                            memory_order_relaxed)) {
+		zero = SHM_WAITER_FREE;
+		if (atomic_compare_exchange_strong_explicit(
+		        &w->state, &zero, SHM_WAITER_WRITING, memory_order_acquire,
+		        memory_order_relaxed)) {
 			atomic_store_explicit(&w->pid, pid, memory_order_relaxed);
 			atomic_store_explicit(&w->token, token, memory_order_relaxed);
-			atomic_store_explicit(&w->state, 2, memory_order_release);
+			atomic_store_explicit(&w->state, SHM_WAITER_WAITING,
+			                      memory_order_release);
 			mine = w;
 		}
 	}
@@ -673,14 +674,15 @@ void shm_room_ring(struct shm_region *r)
 	for (i = 0; i < SHM_WAITERS; i++) {
 		struct shm_waiter *w = &h->waiters[i];
 
-		if (atomic_load_explicit(&w->state, memory_order_acquire) != 2)
+		if (atomic_load_explicit(&w->state, memory_order_acquire) !=
+		    SHM_WAITER_WAITING)
 			continue;
 		pid = atomic_load_explicit(&w->pid, memory_order_relaxed);
 		token = atomic_load_explicit(&w->token, memory_order_relaxed);
-		two = 2;
-		if (!atomic_compare_exchange_strong_explicit(&w->state, &two, 0,
-		                                            memory_order_acq_rel,
-		                                            memory_order_relaxed))
+		two = SHM_WAITER_WAITING;
+		if (!atomic_compare_exchange_strong_explicit(
+		        &w->state, &two, SHM_WAITER_FREE, memory_order_acq_rel,
+		        memory_order_relaxed))
 			continue;
 		/* Whatever a peer wrote there, the datagram can only reach a
 		 * loom doorbell of this user. */

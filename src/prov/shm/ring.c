@@ -9,7 +9,8 @@
 
 _Static_assert(sizeof(struct shm_cell) == SHM_CELL_SIZE, "cell size is wire format");
 _Static_assert(offsetof(struct shm_cell, data) == SHM_CELL_HDR, "cell header size");
-_Static_assert(sizeof(struct shm_hdr) % 64 == 0, "header keeps cells cache aligned");
+_Static_assert(sizeof(struct shm_hdr) % SHM_CACHE_LINE == 0,
+               "header keeps cells cache aligned");
 
 int shm_ring_push(struct shm_peer *p, const void *hdr, size_t hdr_len,
                   const struct iovec *payload, size_t iovcnt)
@@ -101,14 +102,17 @@ ssize_t shm_ring_pop(struct shm_region *r, void *buf)
 
 /* ---- bounce buffers ------------------------------------------------------- */
 
+/* buf_free: a tag bumped by every change above a buffer index. */
 #define BUF_IDX(v) ((uint32_t)(v))
 #define BUF_TAG(v) ((v) >> 32)
+/* The head after one change of head old: its tag moved on, index idx. */
+#define BUF_NEXT(old, idx) ((BUF_TAG(old) + 1) << 32 | (idx))
 
 static int shm_buf_take(struct shm_map *m)
 {
 	_Atomic uint64_t *head = &m->hdr->buf_free;
 	uint64_t old, new;
-	uint32_t idx, next, zero = 0;
+	uint32_t idx, next, zero = SHM_BUF_FREE;
 
 	old = atomic_load_explicit(head, memory_order_acquire);
 	for (;;) {
@@ -118,7 +122,7 @@ static int shm_buf_take(struct shm_map *m)
 		if (idx >= m->buf_count)
 			return -FI_EIO;
 		next = atomic_load_explicit(&m->meta[idx].next, memory_order_relaxed);
-		new = (BUF_TAG(old) + 1) << 32 | next;
+		new = BUF_NEXT(old, next);
 		if (atomic_compare_exchange_weak_explicit(
 		        head, &old, new, memory_order_acquire, memory_order_acquire))
 			break;
@@ -126,8 +130,8 @@ static int shm_buf_take(struct shm_map *m)
 	/* A stale next read before a losing CAS is harmless: the tag made the
 	 * CAS fail.  If the winner's next was out of range, the next alloc
 	 * reports the corruption. */
-	if (!atomic_compare_exchange_strong_explicit(&m->meta[idx].state, &zero, 1,
-	                                             memory_order_relaxed,
+	if (!atomic_compare_exchange_strong_explicit(&m->meta[idx].state, &zero,
+	                                             SHM_BUF_TAKEN, memory_order_relaxed,
 	                                             memory_order_relaxed))
 		return -FI_EIO;
 	return (int)idx;
@@ -137,17 +141,17 @@ static int shm_buf_give(struct shm_map *m, uint32_t idx)
 {
 	_Atomic uint64_t *head = &m->hdr->buf_free;
 	uint64_t old, new;
-	uint32_t one = 1;
+	uint32_t one = SHM_BUF_TAKEN;
 
-	if (idx >= m->buf_count ||
-	    !atomic_compare_exchange_strong_explicit(
-	        &m->meta[idx].state, &one, 0, memory_order_relaxed, memory_order_relaxed))
+	if (idx >= m->buf_count || !atomic_compare_exchange_strong_explicit(
+	                               &m->meta[idx].state, &one, SHM_BUF_FREE,
+	                               memory_order_relaxed, memory_order_relaxed))
 		return -FI_EINVAL;
 	old = atomic_load_explicit(head, memory_order_relaxed);
 	do {
 		atomic_store_explicit(&m->meta[idx].next, BUF_IDX(old),
 		                      memory_order_relaxed);
-		new = (BUF_TAG(old) + 1) << 32 | idx;
+		new = BUF_NEXT(old, idx);
 	} while (!atomic_compare_exchange_weak_explicit(
 	    head, &old, new, memory_order_seq_cst, memory_order_relaxed));
 	return 0;

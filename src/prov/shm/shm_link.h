@@ -38,7 +38,8 @@
  */
 
 /* ---- region layout, shared with peers ----------------------------------
- * Bump SHM_LAYOUT_VERSION on any change below: peers compare it on open.
+ * Layout version SHM_LAYOUT_VERSION (now 4).  Peers compare it on open and
+ * refuse another, so any change below takes a new number.
  *
  *   0        struct shm_hdr                       (identity, atomics)
  *   ring_off cells[ring_cells], SHM_CELL_SIZE each (the command ring)
@@ -46,35 +47,81 @@
  *   buf_off  buffers[buf_count], buf_size each    (page aligned)
  */
 
+/* Tells a loom region from any other object in /dev/shm. */
 #define SHM_MAGIC          0x314d48534d4f4f4cULL /* "LOOMSHM1" little-endian */
 #define SHM_LAYOUT_VERSION 4
+/* What producers and the owner keep apart (the header's atomics each have
+ * a line of their own) and align cells and buffers to. */
+#define SHM_CACHE_LINE 64
+#define SHM_OWN_LINE   _Alignas(SHM_CACHE_LINE)
+/* One ring cell: four cache lines.  Room for the link's sender words, the
+ * engine header's usual words and a small payload (a small message with
+ * its header takes two lines of it, link.c); the ring's memory stays small
+ * beside the bounce buffers' (1024 cells: 256 KiB). */
 #define SHM_CELL_SIZE      256
+/* The cell's own fields before its data: seq (8 bytes), len and pad (4
+ * each), as struct shm_cell has them. */
 #define SHM_CELL_HDR       16
 /* Largest hdr + payload that travels inline in one ring cell. */
 #define SHM_INLINE_MAX     (SHM_CELL_SIZE - SHM_CELL_HDR)
+/* One bounce buffer: the link's max_payload, the most one packet carries
+ * (an eager message, a DATA piece of a rendezvous without CMA).  Large,
+ * so a stream takes few cells per byte; small enough that the default
+ * count of them is 4 MiB per endpoint. */
 #define SHM_BUF_SIZE       65536
+/* Cells of a region whose endpoint asks for no deeper receive queue (a
+ * larger rx_attr size raises it): the providers' queue depth,
+ * LM_RDM_QUEUE_SIZE. */
 #define SHM_RING_CELLS_DEF 1024
+/* Bounce buffers per region: a window of large messages from a few
+ * senders at once, at 4 MiB of memory per endpoint. */
 #define SHM_BUF_COUNT_DEF  64
+/* Bounds a peer's header is checked against (and what an endpoint may ask
+ * for): far above any queue depth in use, low enough that the sizes they
+ * multiply to (256 MiB of cells, 1 TiB of buffers at SHM_BUF_SIZE_MAX)
+ * stay far from overflowing the geometry checks' 64-bit arithmetic. */
 #define SHM_RING_CELLS_MAX (1u << 20)
 #define SHM_BUF_COUNT_MAX  (1u << 16)
-/* Longest region name (with NUL) and address string (with NUL). */
+/* Largest buffer size a peer's header may claim (ours are SHM_BUF_SIZE):
+ * a sanity bound, like the two above. */
+#define SHM_BUF_SIZE_MAX (1u << 24)
+/* Longest region name (with NUL): "/loom-<uid>-<pid>-<16 hex>" is at most
+ * 45 bytes.  Longest address string (with NUL): "fi_shm://<pid>/<16
+ * hex>" is at most 37. */
 #define SHM_NAME_MAX    64
 #define SHM_ADDR_MAX    40
 #define SHM_ADDR_PREFIX "fi_shm://"
-/* Longest endpoint name an application may choose (with NUL). */
+/* Longest endpoint name an application may choose (with NUL): room for
+ * any "fi_ns://host:service" or path-like name.  Only its hash travels
+ * and names the region, so a long name costs nothing there. */
 #define SHM_NAME_TEXT_MAX 256
+/* No buffer (a cell's inline payload; the free list's end): never an
+ * index, as there are at most SHM_BUF_COUNT_MAX buffers. */
 #define SHM_BUF_NONE    0xffffffffu
 /* Producers that may wait at once for room in one region, each rung when
- * the owner frees some (more wait by looking again on a timer). */
+ * the owner frees some (more wait by looking again on a timer).  Enough
+ * for the senders that fill one receiver at once in small jobs; the
+ * owner scans every slot when it frees room for a waiter, and each is
+ * header space in every region, so not many more. */
 #define SHM_WAITERS 16
-/* Consumed cells handed back at the latest after this many (shm_ring_flush). */
+/* Consumed cells handed back at the latest after this many (shm_ring_flush).
+ * The hand-back is a locked store whose cache line producers then take
+ * back: one on every poll cost about 8 % of a 64-byte message's latency,
+ * while 32 of 1024 cells held back shrink the ring by 3 %. */
 #define SHM_FLUSH_BATCH 32
-/* The value of the word at hdr->cma_probe_addr in the owner's memory. */
+/* The value of the word at hdr->cma_probe_addr in the owner's memory
+ * ("cmaprob!" little-endian): not zero, and unlikely to be read by chance
+ * from a wrong address. */
 #define SHM_CMA_PROBE_WORD 0x21626f7270616d63ULL
 
 /* A producer waiting for room in the region: the owner rings the doorbell
  * of the region named by (pid, token) when it frees cells or buffers.
- * state: 0 free, 1 being written by a producer, 2 waiting. */
+ * state: SHM_WAITER_* below. */
+enum {
+	SHM_WAITER_FREE = 0,    /* zero, as a fresh region has it */
+	SHM_WAITER_WRITING = 1, /* a producer claimed it and fills it */
+	SHM_WAITER_WAITING = 2, /* filled: ring (pid, token) */
+};
 struct shm_waiter {
 	_Atomic uint32_t state;
 	_Atomic int32_t pid;
@@ -98,12 +145,12 @@ struct shm_hdr {
 	uint64_t buf_off;
 	uint32_t buf_size;
 	_Atomic uint32_t alive;                  /* 1 from creation until destroy */
-	_Alignas(64) _Atomic uint32_t sleeping;  /* doorbell armed by the owner */
-	_Alignas(64) _Atomic uint64_t ring_head; /* producers' next position */
-	_Alignas(64) _Atomic uint64_t ring_freed; /* owner: cells before it are free */
-	_Alignas(64) _Atomic uint64_t buf_free;  /* tag << 32 | first free index */
-	_Alignas(64) _Atomic uint32_t room_wanted; /* a waiter is registered */
-	_Alignas(64) struct shm_waiter waiters[SHM_WAITERS];
+	SHM_OWN_LINE _Atomic uint32_t sleeping;  /* doorbell armed by the owner */
+	SHM_OWN_LINE _Atomic uint64_t ring_head; /* producers' next position */
+	SHM_OWN_LINE _Atomic uint64_t ring_freed;  /* owner: cells before it are free */
+	SHM_OWN_LINE _Atomic uint64_t buf_free;    /* tag << 32 | first free index */
+	SHM_OWN_LINE _Atomic uint32_t room_wanted; /* a waiter is registered */
+	SHM_OWN_LINE struct shm_waiter waiters[SHM_WAITERS];
 };
 
 /* One ring cell.  seq == pos: free for the producer of position pos;
@@ -115,9 +162,13 @@ struct shm_cell {
 	uint8_t data[SHM_INLINE_MAX];
 };
 
+enum {
+	SHM_BUF_FREE = 0, /* zero, as a fresh region has it */
+	SHM_BUF_TAKEN = 1,
+};
 struct shm_buf_meta {
 	_Atomic uint32_t next;  /* free-list link (SHM_BUF_NONE ends) */
-	_Atomic uint32_t state; /* 0 free, 1 allocated */
+	_Atomic uint32_t state; /* SHM_BUF_FREE or SHM_BUF_TAKEN */
 };
 
 /* ---- private handles ------------------------------------------------------ */

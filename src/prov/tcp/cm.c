@@ -704,6 +704,25 @@ static int msg_enable(struct tcp_msg *m)
 	return fi_enable(&m->ep->ctx.ep_fid);
 }
 
+/* The start of fi_connect and fi_accept: an EQ bound, the endpoint
+ * enabled, no connection begun.  0 with m->lock held, else the error. */
+static int msg_begin(struct tcp_msg *m)
+{
+	int ret;
+
+	if (!m->eq)
+		return -FI_ENOEQ;
+	ret = msg_enable(m);
+	if (ret)
+		return ret;
+	lm_lock_acquire(&m->lock);
+	if (m->state != MSG_IDLE) {
+		lm_lock_release(&m->lock);
+		return -FI_EOPBADSTATE;
+	}
+	return 0;
+}
+
 /* The shared receive context's hook goes behind the engine's. */
 static void msg_enabled(struct lm_rdm_ep *ep)
 {
@@ -727,16 +746,9 @@ static int msg_connect(struct fid_ep *fid, const void *addr, const void *param,
 	            info->dest_addrlen ? info->dest_addrlen : sizeof(m->peer), &m->peer) ||
 	    tcp_addr_len(m->peer.sa.sa_family) != m->ep->dom->link_ops->addrlen)
 		return -FI_EINVAL;
-	if (!m->eq)
-		return -FI_ENOEQ;
-	ret = msg_enable(m);
+	ret = msg_begin(m);
 	if (ret)
 		return ret;
-	lm_lock_acquire(&m->lock);
-	if (m->state != MSG_IDLE) {
-		lm_lock_release(&m->lock);
-		return -FI_EOPBADSTATE;
-	}
 	if (!m->bound)
 		m->fd = socket(m->peer.sa.sa_family,
 		               SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -776,16 +788,9 @@ static int msg_accept(struct fid_ep *fid, const void *param, size_t paramlen)
 		return -FI_EINVAL;
 	if (!handle || handle->fclass != FI_CLASS_CONNREQ)
 		return -FI_EINVAL;
-	if (!m->eq)
-		return -FI_ENOEQ;
-	ret = msg_enable(m);
+	ret = msg_begin(m);
 	if (ret)
 		return ret;
-	lm_lock_acquire(&m->lock);
-	if (m->state != MSG_IDLE) {
-		lm_lock_release(&m->lock);
-		return -FI_EOPBADSTATE;
-	}
 	r = lm_container_of(handle, struct tcp_connreq, fid);
 	m->peer = r->peer;
 	ret = cm_send(r->fd, TCP_CM_ACCEPT, param, paramlen);

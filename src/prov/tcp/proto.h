@@ -1,5 +1,6 @@
-/* proto.h - the tcp link's wire format: the handshake that opens every
- * connection and the frame in front of every packet after it.
+/* proto.h - the tcp link's wire format (TCP_PROTO_VERSION, now 3): the
+ * handshake that opens every connection and the frame in front of every
+ * packet after it.
  *
  * Connection setup (C = connecting side, A = accepting side):
  *
@@ -38,24 +39,31 @@
 
 #include <stdint.h>
 
+/* First word of every handshake and CM message: tells a loom peer from
+ * anything else that connects (and, read in another byte order, a host
+ * of another architecture). */
 #define TCP_MAGIC         0x005043544d4f4f4cULL /* "LOOMTCP" little-endian */
-/* The engine's packets travel inside: version 2 carries wire version 4
- * (eager credit), which a version 1 peer would not honour; version 3 has
- * the ACK_NOW and RCVD frames. */
+/* The handshake's version (also fi_info's protocol_version).  A peer of
+ * another version is refused (NACK_VERSION), so any change to this file's
+ * formats, or one the engine's packets inside them need honoured from
+ * the first packet on, takes a new number. */
 #define TCP_PROTO_VERSION 3
 
+/* Wire values of tcp_hello.kind. */
 enum tcp_hello_kind {
 	TCP_HELLO_RDM = 1, /* an RDM endpoint's on-demand connection */
 	TCP_HELLO_ACK = 2,
 	TCP_HELLO_NACK = 3,
 };
 
+/* Wire values of a NACK's status. */
 enum tcp_nack {
 	TCP_NACK_VERSION = 1, /* the version field is not ours */
 	TCP_NACK_DUP = 2,     /* the other connection between us wins */
 	TCP_NACK_KIND = 3,    /* this endpoint does not take that kind */
 };
 
+/* The handshake's address field: the larger of the two families' sockaddrs. */
 #define TCP_ADDR_MAX 28 /* a sockaddr_in6 */
 
 /* Connected (FI_EP_MSG) endpoints open their connection with connection
@@ -67,9 +75,13 @@ enum tcp_nack {
  *
  * data is the application's connection data, at most TCP_CM_DATA_MAX
  * bytes.  Each message is read exactly (header, then data_len bytes), so
- * frames that follow an accept are never taken for connection data. */
+ * frames that follow an accept are never taken for connection data.
+ * TCP_CM_DATA_MAX is what libfabric's own tcp provider takes, so the
+ * connection data of programs written for it fits. */
 #define TCP_CM_DATA_MAX 256
 
+/* Wire values of tcp_cm_msg.kind: apart from the HELLO kinds, so that a
+ * message of one handshake never passes for the other's. */
 enum tcp_cm_kind {
 	TCP_CM_REQ = 16,
 	TCP_CM_ACCEPT = 17,
@@ -106,6 +118,7 @@ struct tcp_frame {
 };
 
 _Static_assert(sizeof(struct tcp_frame) == 8, "frame header is 8 bytes");
+/* Wire values of tcp_frame.flags: 0 for a packet, else one of these. */
 #define TCP_FRAME_ACK_NOW 1
 /* RCVD: len 8, hdr_len 0, then 8 bytes: how many bytes of the stream after
  * the handshake the sender of this frame has read from us.  They are safe

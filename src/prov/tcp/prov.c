@@ -22,6 +22,8 @@
  * FI_REMOTE_COMM are the endpoint's and the domain's (man fi_endpoint). */
 #define TCP_TX_CAPS    (TCP_CAPS & LM_TX_CAPS)
 #define TCP_RX_CAPS    (TCP_CAPS & LM_RX_CAPS)
+/* Interface addresses fi_getinfo answers for, at most: more than hosts
+ * have up in practice, and a fixed array while they are gathered. */
 #define TCP_MAX_IFACES 16
 /* Largest eager message: frames carry up to TCP_MAX_PAYLOAD of rendezvous
  * data, but each eager message may land unexpected, and many senders'
@@ -60,17 +62,17 @@ static const struct fi_tx_attr tcp_tx = {
     .caps = TCP_TX_CAPS,
     .msg_order = FI_ORDER_SAS,
     .comp_order = LM_ORDER_NONE,
-    .inject_size = 4096,
-    .size = 1024,
+    .inject_size = LM_RDM_INJECT_SIZE,
+    .size = LM_RDM_QUEUE_SIZE,
     .iov_limit = LM_IOV_LIMIT,
-    .rma_iov_limit = 1,
+    .rma_iov_limit = LM_RMA_IOV_LIMIT,
 };
 static const struct fi_rx_attr tcp_rx = {
     .caps = TCP_RX_CAPS,
     .msg_order = FI_ORDER_SAS,
     .comp_order = LM_ORDER_NONE,
-    .total_buffered_recv = (size_t)64 << 20, /* unexpected data held, at most */
-    .size = 1024,
+    .total_buffered_recv = LM_RDM_UNEXP_MAX, /* unexpected data held, at most */
+    .size = LM_RDM_QUEUE_SIZE,
     .iov_limit = LM_IOV_LIMIT,
 };
 /* FI_EP_MSG: one peer, so no source addressing or directed receives. */
@@ -82,7 +84,7 @@ static const struct fi_ep_attr tcp_msg_ep = {
     .type = FI_EP_MSG,
     .protocol = FI_PROTO_SOCK_TCP,
     .protocol_version = TCP_PROTO_VERSION,
-    .max_msg_size = (size_t)1 << 62,
+    .max_msg_size = LM_RDM_MAX_MSG_SIZE,
     .msg_prefix_size = 0,
     .mem_tag_format = LM_TAG_FORMAT_ALL,
     .tx_ctx_cnt = 1,
@@ -93,7 +95,7 @@ static const struct fi_ep_attr tcp_ep = {
     .type = FI_EP_RDM,
     .protocol = FI_PROTO_SOCK_TCP,
     .protocol_version = TCP_PROTO_VERSION,
-    .max_msg_size = (size_t)1 << 62,
+    .max_msg_size = LM_RDM_MAX_MSG_SIZE,
     .mem_tag_format = LM_TAG_FORMAT_ALL,
     .tx_ctx_cnt = 1,
     .rx_ctx_cnt = 1,
@@ -491,7 +493,7 @@ static int tcp_getinfo(uint32_t version, const char *node, const char *service,
 		struct fi_ep_attr ep = tcp_ep, mep = tcp_msg_ep;
 		struct fi_domain_attr dom = tcp_dom, mdom;
 		struct fi_fabric_attr fab = {.name = ifs[i].fabric,
-		                             .prov_version = FI_VERSION(1, 0)};
+		                             .prov_version = LM_PROV_VERSION};
 		struct fi_info tmpl = {.caps = TCP_CAPS,
 		                       .addr_format = ifmt,
 		                       .tx_attr = &tx,
@@ -637,8 +639,8 @@ static int tcp_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabr
 }
 
 struct fi_provider tcp_prov = {
-    .version = FI_VERSION(1, 0),
-    .fi_version = FI_VERSION(1, 17),
+    .version = LM_PROV_VERSION,
+    .fi_version = LM_PROV_FI_VERSION,
     .name = "tcp",
     .getinfo = tcp_getinfo,
     .fabric = tcp_fabric_open,

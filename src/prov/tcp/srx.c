@@ -478,27 +478,13 @@ static int srx_setopt(fid_t fid, int level, int optname, const void *optval,
 	return -FI_ENOPROTOOPT;
 }
 
-static int srx_no_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr,
-                         struct fid_ep **tx_ep, void *context)
-{
-	(void)sep, (void)index, (void)attr, (void)tx_ep, (void)context;
-	return -FI_ENOSYS;
-}
-
-static int srx_no_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr,
-                         struct fid_ep **rx_ep, void *context)
-{
-	(void)sep, (void)index, (void)attr, (void)rx_ep, (void)context;
-	return -FI_ENOSYS;
-}
-
 static const struct fi_ops_ep srx_ep_ops = {
     .size = sizeof(struct fi_ops_ep),
     .cancel = srx_cancel,
     .getopt = srx_getopt,
     .setopt = srx_setopt,
-    .tx_ctx = srx_no_tx_ctx,
-    .rx_ctx = srx_no_rx_ctx,
+    .tx_ctx = lm_ep_no_tx_ctx,
+    .rx_ctx = lm_ep_no_rx_ctx,
     .rx_size_left = srx_rx_size_left,
     .tx_size_left = srx_tx_size_left,
 };
