@@ -17,6 +17,20 @@
  * left is released.  A small message still fits in what is kept. */
 #define DEFAULT_MIN_MULTI   64
 #define DEFAULT_INJECT_SIZE LM_RDM_INJECT_SIZE
+/* Peers an endpoint expects before its peer map and fi_addr vector grow:
+ * a job's neighbours fit; the map doubles past them. */
+#define PEERS_EXPECTED 64
+/* Small unexpected eager payloads are copied into pooled buffers of this
+ * size (larger ones are malloc'ed): most short protocol messages fit, and
+ * the pool stays a few pages per chunk. */
+#define SMALL_BUF_SIZE  256
+#define SMALL_BUF_ALIGN 64 /* a cache line: copies into them start aligned */
+/* Control packets the link refused are queued in pooled entries, this
+ * many per chunk: they are rare (a full link), so a small chunk. */
+#define CTL_POOL_CHUNK 32
+/* A link address as text (FI_ADDR_STR): IPv6 with port, or a long shm path,
+ * fit with room to spare. */
+#define ADDR_STR_MAX 256
 
 /* ---- domain ---------------------------------------------------------------- */
 
@@ -166,7 +180,7 @@ struct lm_rdm_peer *lm_rdm_peer_by_fiaddr_slow(struct lm_rdm_ep *ep, fi_addr_t a
 	if (!p)
 		return NULL;
 	if (idx >= ep->peer_vec_len) {
-		size_t n = ep->peer_vec_len ? ep->peer_vec_len : 64;
+		size_t n = ep->peer_vec_len ? ep->peer_vec_len : PEERS_EXPECTED;
 		struct lm_rdm_peer **v;
 
 		while (n <= idx)
@@ -620,24 +634,6 @@ static int ep_setopt(fid_t fid, int level, int optname, const void *optval, size
 	}
 }
 
-static int no_ctx(struct fid_ep *sep, int index, void *attr, struct fid_ep **out, void *c)
-{
-	(void)sep, (void)index, (void)attr, (void)out, (void)c;
-	return -FI_ENOSYS;
-}
-
-static int no_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr,
-                     struct fid_ep **tx_ep, void *context)
-{
-	return no_ctx(sep, index, attr, tx_ep, context);
-}
-
-static int no_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr,
-                     struct fid_ep **rx_ep, void *context)
-{
-	return no_ctx(sep, index, attr, rx_ep, context);
-}
-
 static ssize_t ep_rx_size_left(struct fid_ep *fid)
 {
 	struct lm_rdm_ep *ep = lm_rdm_ep_of(fid);
@@ -669,8 +665,8 @@ static const struct fi_ops_ep ep_ops = {
     .cancel = ep_cancel,
     .getopt = ep_getopt,
     .setopt = ep_setopt,
-    .tx_ctx = no_tx_ctx,
-    .rx_ctx = no_rx_ctx,
+    .tx_ctx = lm_ep_no_tx_ctx,
+    .rx_ctx = lm_ep_no_rx_ctx,
     .rx_size_left = ep_rx_size_left,
     .tx_size_left = ep_tx_size_left,
 };
@@ -770,7 +766,7 @@ int lm_rdm_setname(fid_t fid, void *addr, size_t addrlen)
 	{
 		struct lm_hmap fresh;
 
-		if (lm_hmap_init(&fresh, 64)) {
+		if (lm_hmap_init(&fresh, PEERS_EXPECTED)) {
 			lm_lock_release(&ep->lock);
 			ret = -FI_ENOMEM;
 			goto out;
@@ -800,7 +796,7 @@ int lm_rdm_getname(fid_t fid, void *addr, size_t *addrlen)
 	if (!ep->link)
 		return -FI_EOPBADSTATE;
 	if (ep->dom->util.info->addr_format == FI_ADDR_STR) {
-		char buf[256];
+		char buf[ADDR_STR_MAX];
 		size_t need = sizeof(buf);
 		int ret = ops->addr_to_str(ep->link->addr, buf, &need);
 
@@ -878,10 +874,12 @@ static int tables_init(struct lm_rdm_ep *ep)
 	ep->tx_nfree = ep->tx_count;
 	for (size_t i = 0; i < ep->rndv_count; i++)
 		ep->rndv[i].gen = 1;
-	if (lm_bufpool_init(&ep->rx_pool, sizeof(struct lm_rdm_rx), 0, 64, 0) ||
-	    lm_bufpool_init(&ep->unexp_pool, sizeof(struct lm_rdm_unexp), 0, 64, 0) ||
-	    lm_bufpool_init(&ep->small_pool, 256, 64, 64, 0) ||
-	    lm_bufpool_init(&ep->ctl_pool, sizeof(struct lm_rdm_ctl), 0, 32, 0))
+	if (lm_bufpool_init(&ep->rx_pool, sizeof(struct lm_rdm_rx), 0, LM_BUFPOOL_CHUNK, 0) ||
+	    lm_bufpool_init(&ep->unexp_pool, sizeof(struct lm_rdm_unexp), 0, LM_BUFPOOL_CHUNK,
+	                    0) ||
+	    lm_bufpool_init(&ep->small_pool, SMALL_BUF_SIZE, SMALL_BUF_ALIGN, LM_BUFPOOL_CHUNK,
+	                    0) ||
+	    lm_bufpool_init(&ep->ctl_pool, sizeof(struct lm_rdm_ctl), 0, CTL_POOL_CHUNK, 0))
 		return -FI_ENOMEM;
 	if (lm_match_init(&ep->msg, false, directed(ep->caps, false)) ||
 	    lm_match_init(&ep->tagged, true, directed(ep->caps, true)))
@@ -892,7 +890,7 @@ static int tables_init(struct lm_rdm_ep *ep)
 		ep->msg_exact = ep->msg.directed;
 		ep->tagged_exact = ep->tagged.directed;
 	}
-	if (lm_hmap_init(&ep->peers, 64))
+	if (lm_hmap_init(&ep->peers, PEERS_EXPECTED))
 		return -FI_ENOMEM;
 	return 0;
 }

@@ -89,7 +89,7 @@ static struct lm_rdm_rndv *rndv_lookup(struct lm_rdm_ep *ep, uint64_t handle,
 static void rndv_report_error(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r, int err)
 {
 	struct lm_rdm_rx *rx = r->rx;
-	char name[256];
+	char name[LM_ERR_DATA_MAX];
 	size_t nlen = sizeof(name);
 	struct fi_cq_err_entry e = {
 	    .op_context = rx->e.context,
