@@ -717,27 +717,63 @@ static uint32_t rd_u32(const void *data)
 	return *(const uint32_t *)data;
 }
 
-LM_EXPORT char *fi_tostr_r(char *buf, size_t len, const void *data, enum fi_type datatype)
-{
-	if (!buf || !len || !data)
-		return NULL;
+/* How fi_tostr prints a scalar type: an enumeration read as uint32_t, or
+ * flags read as uint64_t (narrow: as uint32_t). */
+struct scalar_type {
+	const struct enum_table *names;
+	const struct flag_table *flags;
+	bool narrow;
+};
 
-	buf[0] = '\0';
-	switch (datatype) {
+static const struct scalar_type scalar_types[] = {
+    [FI_TYPE_EP_TYPE] = {.names = &ep_type_table},
+    [FI_TYPE_CAPS] = {.flags = &caps_table},
+    [FI_TYPE_OP_FLAGS] = {.flags = &op_table},
+    [FI_TYPE_ADDR_FORMAT] = {.names = &addr_format_table},
+    [FI_TYPE_THREADING] = {.names = &threading_table},
+    [FI_TYPE_PROGRESS] = {.names = &progress_table},
+    [FI_TYPE_PROTOCOL] = {.names = &protocol_table},
+    [FI_TYPE_MSG_ORDER] = {.flags = &order_table},
+    [FI_TYPE_MODE] = {.flags = &mode_table},
+    [FI_TYPE_AV_TYPE] = {.names = &av_type_table},
+    [FI_TYPE_ATOMIC_TYPE] = {.names = &atomic_type_table},
+    [FI_TYPE_ATOMIC_OP] = {.names = &atomic_op_table},
+    [FI_TYPE_EQ_EVENT] = {.names = &eq_event_table},
+    [FI_TYPE_CQ_EVENT_FLAGS] = {.flags = &cq_event_table},
+    /* mr_mode is an int in fi_domain_attr */
+    [FI_TYPE_MR_MODE] = {.flags = &mr_mode_table, .narrow = true},
+    [FI_TYPE_OP_TYPE] = {.names = &op_type_table},
+    [FI_TYPE_COLLECTIVE_OP] = {.names = &collective_op_table},
+    [FI_TYPE_HMEM_IFACE] = {.names = &hmem_iface_table},
+    [FI_TYPE_CQ_FORMAT] = {.names = &cq_format_table},
+    [FI_TYPE_LOG_LEVEL] = {.names = &log_level_table},
+    [FI_TYPE_LOG_SUBSYS] = {.names = &log_subsys_table},
+};
+
+/* Print data as the scalar type t: false when t is not one. */
+static bool put_scalar(char *buf, size_t len, const void *data, enum fi_type t)
+{
+	const struct scalar_type *s;
+
+	if ((size_t)t >= LM_ARRAY_SIZE(scalar_types))
+		return false;
+	s = &scalar_types[t];
+	if (s->names)
+		put_enum(buf, len, rd_u32(data), s->names);
+	else if (s->flags)
+		put_flags(buf, len, s->narrow ? rd_u32(data) : rd_u64(data), s->flags);
+	else
+		return false;
+	return true;
+}
+
+/* Print data as the structure (or the version, or fid) type t, or say the
+ * type is unknown. */
+static void put_other(char *buf, size_t len, const void *data, enum fi_type t)
+{
+	switch (t) {
 	case FI_TYPE_INFO:
 		put_info(buf, len, data);
-		break;
-	case FI_TYPE_EP_TYPE:
-		put_enum(buf, len, rd_u32(data), &ep_type_table);
-		break;
-	case FI_TYPE_CAPS:
-		put_flags(buf, len, rd_u64(data), &caps_table);
-		break;
-	case FI_TYPE_OP_FLAGS:
-		put_flags(buf, len, rd_u64(data), &op_table);
-		break;
-	case FI_TYPE_ADDR_FORMAT:
-		put_enum(buf, len, rd_u32(data), &addr_format_table);
 		break;
 	case FI_TYPE_TX_ATTR:
 		put_tx_attr(buf, len, "", data, false); /* no api_version to tell */
@@ -754,69 +790,27 @@ LM_EXPORT char *fi_tostr_r(char *buf, size_t len, const void *data, enum fi_type
 	case FI_TYPE_FABRIC_ATTR:
 		put_fabric_attr(buf, len, "", data, false); /* no api_version to tell */
 		break;
-	case FI_TYPE_THREADING:
-		put_enum(buf, len, rd_u32(data), &threading_table);
-		break;
-	case FI_TYPE_PROGRESS:
-		put_enum(buf, len, rd_u32(data), &progress_table);
-		break;
-	case FI_TYPE_PROTOCOL:
-		put_enum(buf, len, rd_u32(data), &protocol_table);
-		break;
-	case FI_TYPE_MSG_ORDER:
-		put_flags(buf, len, rd_u64(data), &order_table);
-		break;
-	case FI_TYPE_MODE:
-		put_flags(buf, len, rd_u64(data), &mode_table);
-		break;
-	case FI_TYPE_AV_TYPE:
-		put_enum(buf, len, rd_u32(data), &av_type_table);
-		break;
-	case FI_TYPE_ATOMIC_TYPE:
-		put_enum(buf, len, rd_u32(data), &atomic_type_table);
-		break;
-	case FI_TYPE_ATOMIC_OP:
-		put_enum(buf, len, rd_u32(data), &atomic_op_table);
-		break;
 	case FI_TYPE_VERSION:
 		put(buf, len, "%d.%d.%d", FI_MAJOR_VERSION, FI_MINOR_VERSION,
 		    FI_REVISION_VERSION);
 		break;
-	case FI_TYPE_EQ_EVENT:
-		put_enum(buf, len, rd_u32(data), &eq_event_table);
-		break;
-	case FI_TYPE_CQ_EVENT_FLAGS:
-		put_flags(buf, len, rd_u64(data), &cq_event_table);
-		break;
-	case FI_TYPE_MR_MODE:
-		/* mr_mode is an int in fi_domain_attr */
-		put_flags(buf, len, rd_u32(data), &mr_mode_table);
-		break;
-	case FI_TYPE_OP_TYPE:
-		put_enum(buf, len, rd_u32(data), &op_type_table);
-		break;
 	case FI_TYPE_FID:
 		put_fid(buf, len, "fid: ", data);
-		break;
-	case FI_TYPE_COLLECTIVE_OP:
-		put_enum(buf, len, rd_u32(data), &collective_op_table);
-		break;
-	case FI_TYPE_HMEM_IFACE:
-		put_enum(buf, len, rd_u32(data), &hmem_iface_table);
-		break;
-	case FI_TYPE_CQ_FORMAT:
-		put_enum(buf, len, rd_u32(data), &cq_format_table);
-		break;
-	case FI_TYPE_LOG_LEVEL:
-		put_enum(buf, len, rd_u32(data), &log_level_table);
-		break;
-	case FI_TYPE_LOG_SUBSYS:
-		put_enum(buf, len, rd_u32(data), &log_subsys_table);
 		break;
 	default:
 		put(buf, len, "Unknown type");
 		break;
 	}
+}
+
+LM_EXPORT char *fi_tostr_r(char *buf, size_t len, const void *data, enum fi_type datatype)
+{
+	if (!buf || !len || !data)
+		return NULL;
+
+	buf[0] = '\0';
+	if (!put_scalar(buf, len, data, datatype))
+		put_other(buf, len, data, datatype);
 	return buf;
 }
 

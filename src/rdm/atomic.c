@@ -142,16 +142,20 @@ static size_t ioc_to_iov(const struct fi_ioc *ioc, size_t n, size_t sz, struct i
 	return total;
 }
 
-static ssize_t atomic_post(struct lm_rdm_ctx *ctx, enum lm_atomic_kind kind,
-                           const struct atomic_args *a)
-{
-	struct lm_rdm_ep *ep = ctx->ep;
+/* A checked atomic call: its vectors as iovecs and how its payload goes. */
+struct atomic_plan {
 	struct iovec ops[LM_IOV_LIMIT], cmps[LM_IOV_LIMIT], res[LM_IOV_LIMIT];
-	struct lm_rdm_hdr h = {.version = LM_RDM_WIRE_VERSION, .op = LM_OP_ATOMIC};
-	size_t sz = lm_datatype_size(a->dt), nelem, bytes, plen, off;
-	bool send_ops = a->op != FI_ATOMIC_READ, copy;
-	struct lm_rdm_tx *tx;
-	ssize_t ret = 0;
+	size_t nelem, bytes; /* elements (of each vector), operand bytes */
+	size_t plen, off;    /* payload bytes; where operands go in the inject area */
+	bool send_ops;       /* operands travel (not for FI_ATOMIC_READ) */
+	bool copy;           /* operands copied into the request */
+};
+
+/* Check a call of kind on ep and plan it into pl: the call's error, or 0. */
+static ssize_t atomic_plan(struct lm_rdm_ep *ep, enum lm_atomic_kind kind,
+                           const struct atomic_args *a, struct atomic_plan *pl)
+{
+	size_t sz = lm_datatype_size(a->dt);
 
 	if (a->flags & LM_BAD_OP_FLAGS)
 		return -FI_EBADFLAGS;
@@ -162,29 +166,83 @@ static ssize_t atomic_post(struct lm_rdm_ctx *ctx, enum lm_atomic_kind kind,
 	if ((unsigned)a->dt > LM_ATOMIC_TAG_MASK ||
 	    (unsigned)a->op > LM_ATOMIC_TAG_MASK || !lm_atomic_valid(a->dt, a->op, kind))
 		return -FI_EOPNOTSUPP;
-	nelem = ioc_to_iov(a->iov, a->count, sz, ops, send_ops);
-	if (nelem == SIZE_MAX)
+	pl->send_ops = a->op != FI_ATOMIC_READ;
+	pl->nelem = ioc_to_iov(a->iov, a->count, sz, pl->ops, pl->send_ops);
+	if (pl->nelem == SIZE_MAX)
 		return -FI_EINVAL;
-	if (nelem > lm_rdm_atomic_max(ep, a->dt, kind == LM_ATOMIC_COMPARE))
+	if (pl->nelem > lm_rdm_atomic_max(ep, a->dt, kind == LM_ATOMIC_COMPARE))
 		return -FI_EMSGSIZE;
-	bytes = nelem * sz;
+	pl->bytes = pl->nelem * sz;
 	if (kind == LM_ATOMIC_COMPARE &&
-	    ioc_to_iov(a->cmp, a->cmp_count, sz, cmps, true) != nelem)
+	    ioc_to_iov(a->cmp, a->cmp_count, sz, pl->cmps, true) != pl->nelem)
 		return -FI_EINVAL;
-	if (kind != LM_ATOMIC_BASE && ioc_to_iov(a->res, a->res_count, sz, res, true) != nelem)
+	if (kind != LM_ATOMIC_BASE &&
+	    ioc_to_iov(a->res, a->res_count, sz, pl->res, true) != pl->nelem)
 		return -FI_EINVAL;
-	plen = (send_ops ? bytes : 0) + (kind == LM_ATOMIC_COMPARE ? bytes : 0);
-	off = kind == LM_ATOMIC_BASE ? 0 : RES_AREA;
+	pl->plen =
+	    (pl->send_ops ? pl->bytes : 0) + (kind == LM_ATOMIC_COMPARE ? pl->bytes : 0);
+	pl->off = kind == LM_ATOMIC_BASE ? 0 : RES_AREA;
 	/* Operands are copied for FI_INJECT, or when operand and compare
 	 * vectors together are longer than a request holds. */
-	copy =
-	    (a->flags & FI_INJECT) ||
-	    (send_ops ? a->count : 0) + (kind == LM_ATOMIC_COMPARE ? a->cmp_count : 0) >
-	        LM_IOV_LIMIT;
-	if (copy && plen > ep->inject_size - LM_MIN(off, ep->inject_size))
+	pl->copy = (a->flags & FI_INJECT) ||
+	           (pl->send_ops ? a->count : 0) +
+	                   (kind == LM_ATOMIC_COMPARE ? a->cmp_count : 0) >
+	               LM_IOV_LIMIT;
+	if (pl->copy && pl->plen > ep->inject_size - LM_MIN(pl->off, ep->inject_size))
 		return (a->flags & FI_INJECT) ? -FI_EMSGSIZE : -FI_EINVAL;
-	if (off > ep->inject_size)
+	if (pl->off > ep->inject_size)
 		return -FI_EINVAL;
+	return 0;
+}
+
+/* Give tx the call's result vector and its operands (and compare values):
+ * copied into the inject area, or as the caller's iovecs. */
+static void atomic_payload(struct lm_rdm_tx *tx, enum lm_atomic_kind kind,
+                           const struct atomic_args *a, const struct atomic_plan *pl)
+{
+	tx->iov_count = 0;
+	if (kind != LM_ATOMIC_BASE) {
+		memcpy(tx->inject, pl->res, a->res_count * sizeof(*pl->res));
+		tx->result = tx->inject;
+		tx->result_len = a->res_count;
+	}
+	if (pl->copy) {
+		size_t at = pl->off;
+
+		if (pl->send_ops)
+			at += lm_copy_from_iov(tx->inject + at, pl->ops, a->count, 0,
+			                       pl->bytes);
+		if (kind == LM_ATOMIC_COMPARE)
+			lm_copy_from_iov(tx->inject + at, pl->cmps, a->cmp_count, 0,
+			                 pl->bytes);
+		tx->iov[0].iov_base = tx->inject + pl->off;
+		tx->iov[0].iov_len = pl->plen;
+		tx->iov_count = 1;
+	} else {
+		if (pl->send_ops) {
+			memcpy(tx->iov, pl->ops, a->count * sizeof(*pl->ops));
+			tx->iov_count = a->count;
+		}
+		if (kind == LM_ATOMIC_COMPARE) {
+			memcpy(tx->iov + tx->iov_count, pl->cmps,
+			       a->cmp_count * sizeof(*pl->cmps));
+			tx->iov_count += a->cmp_count;
+		}
+	}
+}
+
+static ssize_t atomic_post(struct lm_rdm_ctx *ctx, enum lm_atomic_kind kind,
+                           const struct atomic_args *a)
+{
+	struct lm_rdm_ep *ep = ctx->ep;
+	struct lm_rdm_hdr h = {.version = LM_RDM_WIRE_VERSION, .op = LM_OP_ATOMIC};
+	struct atomic_plan pl;
+	struct lm_rdm_tx *tx;
+	ssize_t ret;
+
+	ret = atomic_plan(ep, kind, a, &pl);
+	if (ret)
+		return ret;
 
 	lm_lock_acquire(&ep->lock);
 	if (!ep->enabled) {
@@ -196,40 +254,14 @@ static ssize_t atomic_post(struct lm_rdm_ctx *ctx, enum lm_atomic_kind kind,
 		goto out;
 	tx->cntr = ep->cntr[kind == LM_ATOMIC_BASE ? LM_CNTR_WRITE : LM_CNTR_READ];
 	tx->cq_flags = FI_ATOMIC | (kind == LM_ATOMIC_BASE ? FI_WRITE : FI_READ);
-	tx->len = bytes;
+	tx->len = pl.bytes;
 	tx->op = LM_OP_ATOMIC;
-	tx->iov_count = 0;
-	if (kind != LM_ATOMIC_BASE) {
-		memcpy(tx->inject, res, a->res_count * sizeof(*res));
-		tx->result = tx->inject;
-		tx->result_len = a->res_count;
-	}
-	if (copy) {
-		size_t at = off;
-
-		if (send_ops)
-			at += lm_copy_from_iov(tx->inject + at, ops, a->count, 0, bytes);
-		if (kind == LM_ATOMIC_COMPARE)
-			lm_copy_from_iov(tx->inject + at, cmps, a->cmp_count, 0, bytes);
-		tx->iov[0].iov_base = tx->inject + off;
-		tx->iov[0].iov_len = plen;
-		tx->iov_count = 1;
-	} else {
-		if (send_ops) {
-			memcpy(tx->iov, ops, a->count * sizeof(*ops));
-			tx->iov_count = a->count;
-		}
-		if (kind == LM_ATOMIC_COMPARE) {
-			memcpy(tx->iov + tx->iov_count, cmps,
-			       a->cmp_count * sizeof(*cmps));
-			tx->iov_count += a->cmp_count;
-		}
-	}
-	h.len = (uint32_t)plen;
+	atomic_payload(tx, kind, a, &pl);
+	h.len = (uint32_t)pl.plen;
 	h.flags = kind == LM_ATOMIC_COMPARE ? LM_HF_FETCH | LM_HF_COMPARE
 	          : kind == LM_ATOMIC_FETCH ? LM_HF_FETCH
 	                                    : 0;
-	h.size = nelem;
+	h.size = pl.nelem;
 	h.tag = (uint64_t)a->op << LM_ATOMIC_TAG_SHIFT | (uint64_t)a->dt;
 	h.addr = a->addr;
 	h.key = a->key;

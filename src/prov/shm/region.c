@@ -329,18 +329,146 @@ static int named_holder(const char *name)
 	return who;
 }
 
+/* Where a region's ring, buffer records and buffers start, and its size. */
+struct region_layout {
+	uint64_t ring_off, meta_off, buf_off, size;
+};
+
+/* The layout of a region with cells ring cells and count buffers. */
+static struct region_layout region_layout(uint32_t cells, uint32_t count)
+{
+	struct region_layout g;
+
+	/* Cells start at 64 mod 128: a cell's first line (its sequence word,
+	 * which the owner polls) is not in the same 128-byte pair as its
+	 * second, which the hardware's adjacent-line prefetcher would then
+	 * fetch with it while the producer is about to write it. */
+	g.ring_off = align_up(sizeof(struct shm_hdr), 2 * SHM_CACHE_LINE) + SHM_CACHE_LINE;
+	g.meta_off = g.ring_off + (uint64_t)cells * SHM_CELL_SIZE;
+	g.buf_off = align_up(g.meta_off + (uint64_t)count * sizeof(struct shm_buf_meta),
+	                     SHM_BUF_ALIGN);
+	g.size = g.buf_off + (uint64_t)count * SHM_BUF_SIZE;
+	return g;
+}
+
+/* Create r's object exclusively, naming r after attr's token or a random
+ * one; a named region's name in use is taken over or given up as
+ * named_holder says.  Returns the open descriptor, or a negative error. */
+static int region_open(struct shm_region *r, const struct shm_region_attr *attr,
+                       bool named)
+{
+	uint64_t token = attr ? attr->token : 0;
+	int fd, ret;
+
+again:
+	if (!token && getrandom(&token, sizeof(token), 0) != (ssize_t)sizeof(token)) {
+		ret = lm_neg_errno(errno);
+		LM_WARN(shm_log_prov, FI_LOG_EP_CTRL, "getrandom: %s\n", strerror(errno));
+		return ret;
+	}
+	r->token = token;
+	shm_make_name(r->name, sizeof(r->name), named ? 0 : r->pid, token);
+	shm_addr_format(r->addr, sizeof(r->addr), named ? 0 : r->pid, token);
+
+	fd = shm_open(r->name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0 && errno == EEXIST && named) {
+		/* A name is reused once its owner is dead (the caller's
+		 * reclaim may have raced with its death); one held by a live
+		 * endpoint of this process is only a hint's, and a fresh
+		 * address does. */
+		ret = named_holder(r->name);
+		if (ret == 0)
+			goto again;
+		if (ret == 1 && attr->name_hint) {
+			named = false;
+			token = 0;
+			goto again;
+		}
+		LM_WARN(shm_log_prov, FI_LOG_EP_CTRL, "%s is in use\n", r->name);
+		return -FI_EADDRINUSE;
+	}
+	if (fd < 0) {
+		ret = lm_neg_errno(errno);
+		LM_WARN(shm_log_prov, FI_LOG_EP_CTRL, "shm_open %s: %s\n", r->name,
+		        strerror(errno));
+		return ret;
+	}
+	return fd;
+}
+
+/* Size the fresh object fd, called name, and map it: *base on success. */
+static int region_map(const char *name, int fd, uint64_t size, char **base)
+{
+	char *b;
+	int ret;
+
+	/* The umask may have narrowed the mode; nothing may have widened it. */
+	if (fchmod(fd, 0600) || ftruncate(fd, (off_t)size)) {
+		ret = lm_neg_errno(errno);
+		LM_WARN(shm_log_prov, FI_LOG_EP_CTRL, "sizing %s: %s\n", name,
+		        strerror(errno));
+		return ret;
+	}
+	b = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (b == MAP_FAILED) {
+		ret = lm_neg_errno(errno);
+		LM_WARN(shm_log_prov, FI_LOG_EP_CTRL, "mmap %s: %s\n", name,
+		        strerror(errno));
+		return ret;
+	}
+	*base = b;
+	return 0;
+}
+
+/* Fill r's fresh (zero-filled) object at base: header, ring cells and free
+ * buffer list, the magic last, after a release fence. */
+static void region_fill(char *base, const struct shm_region *r,
+                        const struct region_layout *g, uint32_t cells, uint32_t count,
+                        uint64_t start)
+{
+	struct shm_hdr *h = (struct shm_hdr *)base;
+	uint32_t i;
+
+	h->version = SHM_LAYOUT_VERSION;
+	h->hdr_size = sizeof(*h);
+	h->total_size = g->size;
+	h->token = r->token;
+	h->owner_pid = r->pid;
+	h->owner_start = start;
+	h->cma_probe_addr = (uint64_t)(uintptr_t)&cma_probe_word;
+	h->ring_off = g->ring_off;
+	h->ring_cells = cells;
+	h->buf_count = count;
+	h->meta_off = g->meta_off;
+	h->buf_off = g->buf_off;
+	h->buf_size = SHM_BUF_SIZE;
+	for (i = 0; i < cells; i++)
+		atomic_init(&((struct shm_cell *)(base + g->ring_off))[i].seq, i);
+	for (i = 0; i < count; i++) {
+		struct shm_buf_meta *m = (struct shm_buf_meta *)(base + g->meta_off) + i;
+
+		atomic_init(&m->next, i + 1 < count ? i + 1 : SHM_BUF_NONE);
+		atomic_init(&m->state, SHM_BUF_FREE);
+	}
+	atomic_init(&h->buf_free, count ? 0 : SHM_BUF_NONE);
+	atomic_init(&h->ring_head, 0);
+	atomic_init(&h->ring_freed, 0);
+	atomic_init(&h->sleeping, 0);
+	atomic_store_explicit(&h->alive, 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	h->magic = SHM_MAGIC;
+}
+
 int shm_region_create(const struct shm_region_attr *attr, struct shm_region **out)
 {
 	uint32_t cells = attr && attr->ring_cells ? attr->ring_cells : SHM_RING_CELLS_DEF;
 	uint32_t count = attr && attr->buf_count ? attr->buf_count : SHM_BUF_COUNT_DEF;
-	uint64_t ring_off, meta_off, buf_off, size, token;
+	struct region_layout g;
 	struct shm_region *r;
-	struct shm_hdr *h;
 	uint64_t start;
 	bool named;
 	char *base;
 	int fd, ret;
-	uint32_t i;
 
 	if (!out || cells > SHM_RING_CELLS_MAX || count > SHM_BUF_COUNT_MAX)
 		return -FI_EINVAL;
@@ -362,99 +490,19 @@ int shm_region_create(const struct shm_region_attr *attr, struct shm_region **ou
 	r->pid = getpid();
 	r->sock = -1;
 	lm_list_init(&r->node);
-	token = attr ? attr->token : 0;
-again:
-	if (!token && getrandom(&token, sizeof(token), 0) != (ssize_t)sizeof(token)) {
-		ret = lm_neg_errno(errno);
-		LM_WARN(shm_log_prov, FI_LOG_EP_CTRL, "getrandom: %s\n", strerror(errno));
-		goto err_free;
-	}
-	r->token = token;
-	shm_make_name(r->name, sizeof(r->name), named ? 0 : r->pid, token);
-	shm_addr_format(r->addr, sizeof(r->addr), named ? 0 : r->pid, token);
-
-	/* Cells start at 64 mod 128: a cell's first line (its sequence word,
-	 * which the owner polls) is not in the same 128-byte pair as its
-	 * second, which the hardware's adjacent-line prefetcher would then
-	 * fetch with it while the producer is about to write it. */
-	ring_off = align_up(sizeof(struct shm_hdr), 2 * SHM_CACHE_LINE) + SHM_CACHE_LINE;
-	meta_off = ring_off + (uint64_t)cells * SHM_CELL_SIZE;
-	buf_off = align_up(meta_off + (uint64_t)count * sizeof(struct shm_buf_meta),
-	                   SHM_BUF_ALIGN);
-	size = buf_off + (uint64_t)count * SHM_BUF_SIZE;
-
-	fd = shm_open(r->name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0 && errno == EEXIST && named) {
-		/* A name is reused once its owner is dead (reclaim above may
-		 * have raced with its death); one held by a live endpoint of
-		 * this process is only a hint's, and a fresh address does. */
-		ret = named_holder(r->name);
-		if (ret == 0)
-			goto again;
-		if (ret == 1 && attr->name_hint) {
-			named = false;
-			token = 0;
-			goto again;
-		}
-		LM_WARN(shm_log_prov, FI_LOG_EP_CTRL, "%s is in use\n", r->name);
-		ret = -FI_EADDRINUSE;
-		goto err_free;
-	}
+	g = region_layout(cells, count);
+	fd = region_open(r, attr, named);
 	if (fd < 0) {
-		ret = lm_neg_errno(errno);
-		LM_WARN(shm_log_prov, FI_LOG_EP_CTRL, "shm_open %s: %s\n", r->name,
-		        strerror(errno));
+		ret = fd;
 		goto err_free;
 	}
-	/* The umask may have narrowed the mode; nothing may have widened it. */
-	if (fchmod(fd, 0600) || ftruncate(fd, (off_t)size)) {
-		ret = lm_neg_errno(errno);
-		LM_WARN(shm_log_prov, FI_LOG_EP_CTRL, "sizing %s: %s\n", r->name,
-		        strerror(errno));
-		goto err_unlink;
-	}
-	base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (base == MAP_FAILED) {
-		ret = lm_neg_errno(errno);
-		LM_WARN(shm_log_prov, FI_LOG_EP_CTRL, "mmap %s: %s\n", r->name,
-		        strerror(errno));
-		goto err_unlink;
-	}
+	ret = region_map(r->name, fd, g.size, &base);
 	close(fd);
-	fd = -1;
+	if (ret)
+		goto err_unlink;
+	region_fill(base, r, &g, cells, count, start);
 
-	/* The object is fresh (zero-filled); fill it, magic last. */
-	h = (struct shm_hdr *)base;
-	h->version = SHM_LAYOUT_VERSION;
-	h->hdr_size = sizeof(*h);
-	h->total_size = size;
-	h->token = token;
-	h->owner_pid = r->pid;
-	h->owner_start = start;
-	h->cma_probe_addr = (uint64_t)(uintptr_t)&cma_probe_word;
-	h->ring_off = ring_off;
-	h->ring_cells = cells;
-	h->buf_count = count;
-	h->meta_off = meta_off;
-	h->buf_off = buf_off;
-	h->buf_size = SHM_BUF_SIZE;
-	for (i = 0; i < cells; i++)
-		atomic_init(&((struct shm_cell *)(base + ring_off))[i].seq, i);
-	for (i = 0; i < count; i++) {
-		struct shm_buf_meta *m = (struct shm_buf_meta *)(base + meta_off) + i;
-
-		atomic_init(&m->next, i + 1 < count ? i + 1 : SHM_BUF_NONE);
-		atomic_init(&m->state, SHM_BUF_FREE);
-	}
-	atomic_init(&h->buf_free, count ? 0 : SHM_BUF_NONE);
-	atomic_init(&h->ring_head, 0);
-	atomic_init(&h->ring_freed, 0);
-	atomic_init(&h->sleeping, 0);
-	atomic_store_explicit(&h->alive, 1, memory_order_relaxed);
-	atomic_thread_fence(memory_order_release);
-	h->magic = SHM_MAGIC;
-
-	ret = shm_map_check(&r->map, base, size, r->name);
+	ret = shm_map_check(&r->map, base, g.size, r->name);
 	if (ret)
 		goto err_unmap;
 	ret = shm_bell_open(r->name);
@@ -467,15 +515,13 @@ again:
 	pthread_mutex_unlock(&live_lock);
 	LM_INFO(shm_log_prov, FI_LOG_EP_CTRL,
 	        "created %s (%u cells, %u buffers, %" PRIu64 " bytes)\n", r->name, cells,
-	        count, size);
+	        count, g.size);
 	*out = r;
 	return 0;
 
 err_unmap:
-	munmap(base, size);
+	munmap(base, g.size);
 err_unlink:
-	if (fd >= 0)
-		close(fd);
 	shm_unlink(r->name);
 err_free:
 	free(r);
@@ -724,11 +770,58 @@ void shm_doorbell_drain(struct shm_region *r)
 
 /* ---- peers -------------------------------------------------------------- */
 
+/* Whether fd, peer addr's region, may be mapped: a plain file of ours with
+ * mode 0600 and a size a header fits in.  Fills *st. */
+static int peer_file_check(int fd, const char *addr, struct stat *st)
+{
+	if (fstat(fd, st))
+		return lm_neg_errno(errno);
+	if (st->st_uid != geteuid() || (st->st_mode & 077) || !S_ISREG(st->st_mode)) {
+		LM_WARN(shm_log_prov, FI_LOG_AV,
+		        "peer %s: region not ours with mode 0600\n", addr);
+		return -FI_EACCES;
+	}
+	if (st->st_size < (off_t)sizeof(struct shm_hdr) ||
+	    (uint64_t)st->st_size > SIZE_MAX) {
+		LM_WARN(shm_log_prov, FI_LOG_AV, "peer %s: region of %lld bytes\n", addr,
+		        (long long)st->st_size);
+		return -FI_EINVAL;
+	}
+	return 0;
+}
+
+/* Whether p's mapped header names p's owner (a named address learns its
+ * pid there) and that owner is still the process that made the region. */
+static int peer_owner_check(struct shm_peer *p, const char *addr)
+{
+	pid_t pid = p->pid;
+	uint64_t start;
+
+	/* A named endpoint's address gives only the hash: the owner is in
+	 * the header, which must hold the same hash. */
+	if (!pid)
+		p->pid = pid = p->map.hdr->owner_pid;
+	if (pid <= 0 || p->map.hdr->owner_pid != pid || p->map.hdr->token != p->token) {
+		LM_WARN(shm_log_prov, FI_LOG_AV, "peer %s: header names another owner\n",
+		        addr);
+		return -FI_EINVAL;
+	}
+	p->start = p->map.hdr->owner_start;
+	start = shm_proc_start(pid);
+	if (!start || start != p->start ||
+	    !atomic_load_explicit(&p->map.hdr->alive, memory_order_acquire)) {
+		LM_WARN(shm_log_prov, FI_LOG_AV, "peer %s: owner process is gone\n",
+		        addr);
+		return -FI_EHOSTDOWN;
+	}
+	return 0;
+}
+
 int shm_peer_open(const char *addr, struct shm_peer **out)
 {
 	struct shm_peer *p;
 	struct stat st;
-	uint64_t token, start;
+	uint64_t token;
 	char *base;
 	pid_t pid;
 	int fd, ret;
@@ -752,23 +845,9 @@ int shm_peer_open(const char *addr, struct shm_peer **out)
 		LM_WARN(shm_log_prov, FI_LOG_AV, "peer %s: %s\n", addr, strerror(errno));
 		goto err_free;
 	}
-	if (fstat(fd, &st)) {
-		ret = lm_neg_errno(errno);
+	ret = peer_file_check(fd, addr, &st);
+	if (ret)
 		goto err_close;
-	}
-	if (st.st_uid != geteuid() || (st.st_mode & 077) || !S_ISREG(st.st_mode)) {
-		LM_WARN(shm_log_prov, FI_LOG_AV,
-		        "peer %s: region not ours with mode 0600\n", addr);
-		ret = -FI_EACCES;
-		goto err_close;
-	}
-	if (st.st_size < (off_t)sizeof(struct shm_hdr) ||
-	    (uint64_t)st.st_size > SIZE_MAX) {
-		LM_WARN(shm_log_prov, FI_LOG_AV, "peer %s: region of %lld bytes\n", addr,
-		        (long long)st.st_size);
-		ret = -FI_EINVAL;
-		goto err_close;
-	}
 	base = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (base == MAP_FAILED) {
 		ret = lm_neg_errno(errno);
@@ -781,25 +860,9 @@ int shm_peer_open(const char *addr, struct shm_peer **out)
 	ret = shm_map_check(&p->map, base, (size_t)st.st_size, p->name);
 	if (ret)
 		goto err_unmap;
-	/* A named endpoint's address gives only the hash: the owner is in
-	 * the header, which must hold the same hash. */
-	if (!pid)
-		p->pid = pid = p->map.hdr->owner_pid;
-	if (pid <= 0 || p->map.hdr->owner_pid != pid || p->map.hdr->token != token) {
-		LM_WARN(shm_log_prov, FI_LOG_AV, "peer %s: header names another owner\n",
-		        addr);
-		ret = -FI_EINVAL;
+	ret = peer_owner_check(p, addr);
+	if (ret)
 		goto err_unmap;
-	}
-	p->start = p->map.hdr->owner_start;
-	start = shm_proc_start(pid);
-	if (!start || start != p->start ||
-	    !atomic_load_explicit(&p->map.hdr->alive, memory_order_acquire)) {
-		LM_WARN(shm_log_prov, FI_LOG_AV, "peer %s: owner process is gone\n",
-		        addr);
-		ret = -FI_EHOSTDOWN;
-		goto err_unmap;
-	}
 	*out = p;
 	return 0;
 

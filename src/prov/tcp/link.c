@@ -623,8 +623,6 @@ static void on_answer(struct tcp_link *l, struct tcp_conn *c, const struct tcp_h
 
 /* ---- receiving --------------------------------------------------------------- */
 
-/* Read and hand out packets; returns packets delivered, or -1 when c was
- * closed. */
 /* Go on reading a placed payload: 1 when it is complete (and handed to
  * the engine), 0 when the socket has no more for now, -1 when c closed. */
 static int place_continue(struct tcp_link *l, struct tcp_conn *c)
@@ -693,6 +691,122 @@ static void ack_now(struct tcp_conn *c)
 	setsockopt(c->fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof(one));
 }
 
+/* Handshake messages at the front of c's input, from *off on, until the
+ * connection is up or the next one is not whole: -1 when c was closed. */
+static int conn_handshake(struct tcp_link *l, struct tcp_conn *c, size_t *off)
+{
+	while (c->state != CONN_UP) {
+		struct tcp_hello h;
+
+		if (c->in_len - *off < sizeof(h))
+			break;
+		memcpy(&h, c->in + *off, sizeof(h));
+		*off += sizeof(h);
+		if (c->state == CONN_ACCEPTING)
+			on_hello(l, c, &h);
+		else
+			on_answer(l, c, &h);
+		if (c->closed)
+			return -1;
+		if (c->state == CONN_UP) /* the stream of frames starts */
+			c->rx_base = c->rx_bytes - (c->in_len - *off);
+	}
+	return 0;
+}
+
+/* Part of a large payload is in (have of its f->len bytes, behind hdr):
+ * read the rest straight into its buffer when the engine has one, and
+ * then all of the input (*off) is taken.  -1 when c was closed. */
+static LM_HOT_INLINE int place_start(struct tcp_link *l, struct tcp_conn *c,
+                                     const struct tcp_frame *f, const unsigned char *hdr,
+                                     size_t have, size_t *off)
+{
+	c->place_cnt = f->len >= PLACE_MIN && l->place
+	                   ? l->place(l->arg, &c->peer->addr, hdr, f->len, c->place_iov)
+	                   : 0;
+	/* The engine may answer from place (CTS) and find c broken. */
+	if (c->closed)
+		return -1;
+	if (c->place_cnt) {
+		memcpy(c->place_hdr, hdr, f->hdr_len);
+		lm_copy_to_iov(c->place_iov, c->place_cnt, 0, hdr + f->hdr_len, have);
+		c->place_len = f->len;
+		c->place_done = have;
+		c->placing = true;
+		c->bulk = true;
+		*off = c->in_len;
+	} else {
+		c->bulk = false;
+	}
+	return 0;
+}
+
+/* Hand out the whole packets in c's input from *off on, counting them in
+ * *delivered, and take the link's own frames: 0 to read on, -1 when c was
+ * closed, 1 when the engine found c broken after taking a packet. */
+static LM_HOT_INLINE int conn_frames(struct tcp_link *l, struct tcp_conn *c, size_t *off,
+                                     int *delivered)
+{
+	const size_t fh = sizeof(struct tcp_frame);
+
+	while (c->state == CONN_UP && c->in_len - *off >= fh) {
+		struct tcp_frame f;
+		size_t whole, have;
+		const unsigned char *hdr = c->in + *off + fh;
+
+		memcpy(&f, c->in + *off, fh);
+		if (tcp_frame_check(&f, l->hdr_size, l->link.max_payload)) {
+			LM_WARN(tcp_log_prov, FI_LOG_EP_DATA,
+			        "malformed frame (len %u, header %u, flags %u): "
+			        "closing the connection\n",
+			        f.len, f.hdr_len, f.flags);
+			conn_close(l, c, true);
+			return -1;
+		}
+		if (f.flags == TCP_FRAME_ACK_NOW) {
+			*off += fh;
+			c->ack_now = true;
+			continue;
+		}
+		if (f.flags == TCP_FRAME_RCVD) {
+			uint64_t v;
+
+			if (c->in_len - *off < fh + sizeof(v))
+				break;
+			memcpy(&v, c->in + *off + fh, sizeof(v));
+			*off += fh + sizeof(v);
+			rcvd(c, v);
+			continue;
+		}
+		whole = fh + f.hdr_len + f.len;
+		if (c->in_len - *off < fh + f.hdr_len)
+			break;
+		have = c->in_len - *off - fh - f.hdr_len;
+		if (have < f.len)
+			return place_start(l, c, &f, hdr, have, off);
+		c->bulk = c->bulk && f.len >= PLACE_MIN;
+		l->recv(l->arg, &c->peer->addr, hdr, hdr + f.hdr_len, f.len);
+		*off += whole;
+		(*delivered)++;
+		/* The engine may have answered through c and found it
+		 * broken: its memory stays until conns_reap. */
+		if (c->closed)
+			return 1;
+	}
+	return 0;
+}
+
+/* Drop the first off bytes of c's input: they were taken. */
+static LM_HOT_INLINE void in_consume(struct tcp_conn *c, size_t off)
+{
+	if (off == c->in_len) {
+		c->in_len = 0; /* the common case: all of it taken */
+	} else if (off) {
+		memmove(c->in, c->in + off, c->in_len - off);
+		c->in_len -= off;
+	}
+}
+
 /* Read and hand out packets; returns packets delivered, or -1 when c was
  * closed. */
 static int conn_read(struct tcp_link *l, struct tcp_conn *c, int budget)
@@ -704,10 +818,10 @@ static int conn_read(struct tcp_link *l, struct tcp_conn *c, int budget)
 		size_t off = 0, want;
 		ssize_t n;
 		bool fresh = false; /* bytes came with a placed payload */
+		int r;
 
 		if (c->placing) {
-			int r = place_continue(l, c);
-
+			r = place_continue(l, c);
 			if (r <= 0)
 				return r < 0 ? -1 : delivered;
 			if (c->closed)
@@ -744,98 +858,14 @@ static int conn_read(struct tcp_link *l, struct tcp_conn *c, int budget)
 			c->rx_count++;
 			c->rx_bytes += (uint64_t)n;
 		}
-
-		while (c->state != CONN_UP) {
-			struct tcp_hello h;
-
-			if (c->in_len - off < sizeof(h))
-				break;
-			memcpy(&h, c->in + off, sizeof(h));
-			off += sizeof(h);
-			if (c->state == CONN_ACCEPTING)
-				on_hello(l, c, &h);
-			else
-				on_answer(l, c, &h);
-			if (c->closed)
-				return -1;
-			if (c->state == CONN_UP) /* the stream of frames starts */
-				c->rx_base = c->rx_bytes - (c->in_len - off);
-		}
-		while (c->state == CONN_UP && c->in_len - off >= fh) {
-			struct tcp_frame f;
-			size_t whole, have;
-			const unsigned char *hdr = c->in + off + fh;
-
-			memcpy(&f, c->in + off, fh);
-			if (tcp_frame_check(&f, l->hdr_size, l->link.max_payload)) {
-				LM_WARN(tcp_log_prov, FI_LOG_EP_DATA,
-				        "malformed frame (len %u, header %u, flags %u): "
-				        "closing the connection\n",
-				        f.len, f.hdr_len, f.flags);
-				conn_close(l, c, true);
-				return -1;
-			}
-			if (f.flags == TCP_FRAME_ACK_NOW) {
-				off += fh;
-				c->ack_now = true;
-				continue;
-			}
-			if (f.flags == TCP_FRAME_RCVD) {
-				uint64_t v;
-
-				if (c->in_len - off < fh + sizeof(v))
-					break;
-				memcpy(&v, c->in + off + fh, sizeof(v));
-				off += fh + sizeof(v);
-				rcvd(c, v);
-				continue;
-			}
-			whole = fh + f.hdr_len + f.len;
-			if (c->in_len - off < fh + f.hdr_len)
-				break;
-			have = c->in_len - off - fh - f.hdr_len;
-			if (have < f.len) {
-				/* Part of a large payload: read the rest straight
-				 * into its buffer when the engine has one. */
-				c->place_cnt = f.len >= PLACE_MIN && l->place
-				                   ? l->place(l->arg, &c->peer->addr, hdr,
-				                              f.len, c->place_iov)
-				                   : 0;
-				/* The engine may answer from place (CTS) and
-				 * find c broken. */
-				if (c->closed)
-					return -1;
-				if (c->place_cnt) {
-					memcpy(c->place_hdr, hdr, f.hdr_len);
-					lm_copy_to_iov(c->place_iov, c->place_cnt, 0,
-					               hdr + f.hdr_len, have);
-					c->place_len = f.len;
-					c->place_done = have;
-					c->placing = true;
-					c->bulk = true;
-					off = c->in_len;
-				} else {
-					c->bulk = false;
-				}
-				break;
-			}
-			c->bulk = c->bulk && f.len >= PLACE_MIN;
-			l->recv(l->arg, &c->peer->addr, hdr, hdr + f.hdr_len, f.len);
-			off += whole;
-			delivered++;
-			/* The engine may have answered through c and found it
-			 * broken: its memory stays until conns_reap. */
-			if (c->closed)
-				return delivered;
-		}
+		if (c->state != CONN_UP && conn_handshake(l, c, &off))
+			return -1;
+		r = conn_frames(l, c, &off, &delivered);
+		if (r)
+			return r < 0 ? -1 : delivered;
 		if (c->ack_now)
 			ack_now(c);
-		if (off == c->in_len) {
-			c->in_len = 0; /* the common case: all of it taken */
-		} else if (off) {
-			memmove(c->in, c->in + off, c->in_len - off);
-			c->in_len -= off;
-		}
+		in_consume(c, off);
 		if (delivered >= budget)
 			return delivered;
 		if (!c->placing && want && (size_t)n < want)
@@ -1010,89 +1040,107 @@ static int tcp_link_poll(struct lm_link *link, int budget)
  * than one buffer, more than copying up to a page costs. */
 #define TCP_GATHER_MAX 4096
 
-/* Write pkts[0..count) to p with one sendmsg: how many were taken (a
- * packet written in part is finished from c->out before anything else),
- * -FI_EAGAIN when none was, or an error. */
-static ssize_t send_pkts(struct tcp_link *l, struct lm_link_peer *p,
-                         const struct lm_link_pkt *pkts, size_t count)
-{
+/* The packets of one send_pkts write as iovecs, and where each lies in them. */
+struct send_batch {
 	struct iovec v[TCP_BATCH_MAX * (2 + LM_IOV_LIMIT) + 1];
-	unsigned char gather[TCP_GATHER_MAX + sizeof(struct tcp_rcvd)];
 	struct tcp_frame f[TCP_BATCH_MAX];
-	struct tcp_rcvd told;
-	bool telling = false;
-	size_t first[TCP_BATCH_MAX + 1], size[TCP_BATCH_MAX] = {0};
-	struct tcp_conn *c = p->conn;
-	size_t nv = 0, total = 0, k, acc;
-	bool gathered;
-	ssize_t n;
+	struct tcp_rcvd told; /* in front of packet 0 when telling */
+	bool telling;
+	size_t first[TCP_BATCH_MAX + 1]; /* packet k's first iovec */
+	size_t size[TCP_BATCH_MAX];      /* packet k's bytes */
+	size_t nv, total;
+};
 
-	if (p->self) {
-		for (k = 0; k < count; k++) {
-			size_t len = 0;
-			int ret;
+/* The payload bytes of pkt. */
+static LM_HOT_INLINE size_t pkt_len(const struct lm_link_pkt *pkt)
+{
+	size_t len = 0;
 
-			for (size_t i = 0; i < pkts[k].iov_count; i++)
-				len += pkts[k].iov[i].iov_len;
-			ret = len > l->link.max_payload
-			          ? -FI_EMSGSIZE
-			          : loop_send(l, pkts[k].hdr, pkts[k].iov,
-			                      pkts[k].iov_count, len);
-			if (ret)
-				return k ? (ssize_t)k : ret;
-		}
-		return (ssize_t)count;
+	for (size_t i = 0; i < pkt->iov_count; i++)
+		len += pkt->iov[i].iov_len;
+	return len;
+}
+
+/* Packets to ourselves, queued for our next poll: how many were taken, or
+ * the error of the first. */
+static LM_HOT_INLINE ssize_t send_self(struct tcp_link *l, const struct lm_link_pkt *pkts,
+                                       size_t count)
+{
+	for (size_t k = 0; k < count; k++) {
+		size_t len = pkt_len(&pkts[k]);
+		int ret;
+
+		ret = len > l->link.max_payload ? -FI_EMSGSIZE
+		                                : loop_send(l, pkts[k].hdr, pkts[k].iov,
+		                                            pkts[k].iov_count, len);
+		if (ret)
+			return k ? (ssize_t)k : ret;
 	}
-	if (p->broken)
-		return -FI_EIO;
-	if (!c) {
-		int ret = conn_start(l, p);
+	return (ssize_t)count;
+}
 
-		return ret ? ret : -FI_EAGAIN;
-	}
-	if (c->state != CONN_UP)
-		return -FI_EAGAIN;
-	if (count > TCP_BATCH_MAX)
-		count = TCP_BATCH_MAX;
-	/* What we read of the peer's bytes since we last said, in front of
-	 * the first packet (and part of it, should the write stop inside). */
+/* Start b empty but for what we read of c's peer's bytes since we last
+ * said: a RCVD frame in front of the first packet (and part of it, should
+ * the write stop inside). */
+static LM_HOT_INLINE void batch_start(struct send_batch *b, const struct tcp_conn *c)
+{
+	b->nv = 0;
+	b->total = 0;
+	b->telling = false;
+	memset(b->size, 0, sizeof(b->size));
 	if (c->rx_bytes - c->rx_base > c->rx_told) {
-		told = (struct tcp_rcvd){
-		    .f = {.len = sizeof(told.bytes), .flags = TCP_FRAME_RCVD},
+		b->told = (struct tcp_rcvd){
+		    .f = {.len = sizeof(b->told.bytes), .flags = TCP_FRAME_RCVD},
 		    .bytes = c->rx_bytes - c->rx_base};
-		v[nv].iov_base = &told;
-		v[nv++].iov_len = sizeof(told);
-		size[0] = sizeof(told);
-		total = sizeof(told);
-		telling = true;
+		b->v[b->nv].iov_base = &b->told;
+		b->v[b->nv++].iov_len = sizeof(b->told);
+		b->size[0] = sizeof(b->told);
+		b->total = sizeof(b->told);
+		b->telling = true;
 	}
-	for (k = 0; k < count; k++) {
-		size_t len = 0;
+}
+
+/* Frame pkts[0..count) into b: -FI_EINVAL or -FI_EMSGSIZE for a packet the
+ * link cannot take, else 0. */
+static LM_HOT_INLINE int batch_add(struct send_batch *b, const struct tcp_link *l,
+                                   const struct lm_link_pkt *pkts, size_t count)
+{
+	size_t nv = b->nv, total = b->total;
+
+	for (size_t k = 0; k < count; k++) {
+		size_t len;
 
 		if (pkts[k].iov_count > LM_IOV_LIMIT)
 			return -FI_EINVAL;
-		for (size_t i = 0; i < pkts[k].iov_count; i++)
-			len += pkts[k].iov[i].iov_len;
+		len = pkt_len(&pkts[k]);
 		if (len > l->link.max_payload)
 			return -FI_EMSGSIZE;
-		f[k] = (struct tcp_frame){.len = (uint32_t)len,
-		                          .hdr_len = (uint16_t)l->hdr_size};
-		first[k] = k ? nv : 0; /* packet 0 starts with the RCVD frame, if any */
-		v[nv].iov_base = &f[k];
-		v[nv++].iov_len = sizeof(f[k]);
-		v[nv].iov_base = (void *)pkts[k].hdr;
-		v[nv++].iov_len = l->hdr_size;
+		b->f[k] = (struct tcp_frame){.len = (uint32_t)len,
+		                             .hdr_len = (uint16_t)l->hdr_size};
+		/* Packet 0 starts with the RCVD frame, if any. */
+		b->first[k] = k ? nv : 0;
+		b->v[nv].iov_base = &b->f[k];
+		b->v[nv++].iov_len = sizeof(b->f[k]);
+		b->v[nv].iov_base = (void *)pkts[k].hdr;
+		b->v[nv++].iov_len = l->hdr_size;
 		if (pkts[k].iov_count) /* an empty payload's iov may be NULL */
-			memcpy(v + nv, pkts[k].iov, pkts[k].iov_count * sizeof(*v));
+			memcpy(b->v + nv, pkts[k].iov, pkts[k].iov_count * sizeof(*b->v));
 		nv += pkts[k].iov_count;
-		size[k] += sizeof(f[k]) + l->hdr_size + len;
-		total += sizeof(f[k]) + l->hdr_size + len;
+		b->size[k] += sizeof(b->f[k]) + l->hdr_size + len;
+		total += sizeof(b->f[k]) + l->hdr_size + len;
 	}
-	first[count] = nv;
-	gathered = total <= sizeof(gather);
-	/* At most one packet waits in the output buffer: its rest, after a
-	 * partial write.  Behind it, the engine keeps its packets queued
-	 * (-FI_EAGAIN) rather than this link copying them. */
+	b->first[count] = nv;
+	b->nv = nv;
+	b->total = total;
+	return 0;
+}
+
+/* At most one packet waits in the output buffer: its rest, after a
+ * partial write, which goes first.  Behind it, the engine keeps its
+ * packets queued (-FI_EAGAIN) rather than this link copying them.  0 when
+ * c may be written now. */
+static LM_HOT_INLINE int out_clear(struct tcp_link *l, struct tcp_conn *c)
+{
 	if (c->wr_broken)
 		return -FI_EIO;
 	if (c->out_len) {
@@ -1103,20 +1151,81 @@ static ssize_t send_pkts(struct tcp_link *l, struct lm_link_peer *p,
 		if (c->out_len)
 			return -FI_EAGAIN;
 	}
+	return 0;
+}
+
+/* The socket took n bytes of b, written from gather when not NULL: the
+ * packets wholly written are taken, and so is the one it stopped inside,
+ * whose rest goes to c->out.  How many were taken, or -FI_EAGAIN (none),
+ * or -FI_EIO. */
+static ssize_t send_partial(struct tcp_link *l, struct lm_link_peer *p,
+                            struct tcp_conn *c, const struct send_batch *b,
+                            unsigned char *gather, size_t n)
+{
+	size_t k, acc;
+
+	for (k = 0, acc = 0; acc + b->size[k] <= n; k++)
+		acc += b->size[k];
+	ev_set(l, c, true);
+	p->taken += acc;
+	if (acc == n)
+		return k ? (ssize_t)k : -FI_EAGAIN;
+	/* The rest of packet k: from the buffer it was written from. */
+	if (gather ? out_append(c, &(struct iovec){gather + acc, b->size[k]}, 1, n - acc)
+	           : out_append(c, b->v + b->first[k], b->first[k + 1] - b->first[k],
+	                        n - acc))
+		return -FI_EIO; /* a partial packet cannot be taken back */
+	p->taken += b->size[k];
+	return (ssize_t)k + 1;
+}
+
+/* Write pkts[0..count) to p with one sendmsg: how many were taken (a
+ * packet written in part is finished from c->out before anything else),
+ * -FI_EAGAIN when none was, or an error. */
+static ssize_t send_pkts(struct tcp_link *l, struct lm_link_peer *p,
+                         const struct lm_link_pkt *pkts, size_t count)
+{
+	unsigned char gather[TCP_GATHER_MAX + sizeof(struct tcp_rcvd)];
+	struct tcp_conn *c = p->conn;
+	struct send_batch b;
+	bool gathered;
+	ssize_t n;
+	int ret;
+
+	if (p->self)
+		return send_self(l, pkts, count);
+	if (p->broken)
+		return -FI_EIO;
+	if (!c) {
+		ret = conn_start(l, p);
+		return ret ? ret : -FI_EAGAIN;
+	}
+	if (c->state != CONN_UP)
+		return -FI_EAGAIN;
+	if (count > TCP_BATCH_MAX)
+		count = TCP_BATCH_MAX;
+	batch_start(&b, c);
+	ret = batch_add(&b, l, pkts, count);
+	if (ret)
+		return ret;
+	gathered = b.total <= sizeof(gather);
+	ret = out_clear(l, c);
+	if (ret)
+		return ret;
 	if (gathered) {
 		/* Small: one buffer.  The kernel takes a gathered write of a
 		 * few small pieces slower than one piece, by far more than
 		 * this copy costs (docs/PERFORMANCE.md, Findings). */
-		lm_copy_from_iov(gather, v, nv, 0, total);
-		n = send(c->fd, gather, total, MSG_NOSIGNAL | MSG_DONTWAIT);
+		lm_copy_from_iov(gather, b.v, b.nv, 0, b.total);
+		n = send(c->fd, gather, b.total, MSG_NOSIGNAL | MSG_DONTWAIT);
 	} else {
-		n = sendmsg(c->fd, &(struct msghdr){.msg_iov = v, .msg_iovlen = nv},
+		n = sendmsg(c->fd, &(struct msghdr){.msg_iov = b.v, .msg_iovlen = b.nv},
 		            MSG_NOSIGNAL | MSG_DONTWAIT);
 	}
-	if (n > 0 && telling)
-		c->rx_told = told.bytes; /* out, or its rest in c->out */
-	if (n == (ssize_t)total) {
-		p->taken += total;
+	if (n > 0 && b.telling)
+		c->rx_told = b.told.bytes; /* out, or its rest in c->out */
+	if (n == (ssize_t)b.total) {
+		p->taken += b.total;
 		return (ssize_t)count;
 	}
 	if (n < 0) {
@@ -1127,18 +1236,7 @@ static ssize_t send_pkts(struct tcp_link *l, struct lm_link_peer *p,
 		ev_set(l, c, true); /* say when it takes more */
 		return -FI_EAGAIN;
 	}
-	for (k = 0, acc = 0; acc + size[k] <= (size_t)n; k++)
-		acc += size[k];
-	ev_set(l, c, true);
-	p->taken += acc;
-	if (acc == (size_t)n)
-		return k ? (ssize_t)k : -FI_EAGAIN;
-	/* The rest of packet k: from the buffer it was written from. */
-	if (gathered ? out_append(c, &(struct iovec){gather + acc, size[k]}, 1, (size_t)n - acc)
-	             : out_append(c, v + first[k], first[k + 1] - first[k], (size_t)n - acc))
-		return -FI_EIO; /* a partial packet cannot be taken back */
-	p->taken += size[k];
-	return (ssize_t)k + 1;
+	return send_partial(l, p, c, &b, gathered ? gather : NULL, (size_t)n);
 }
 
 static ssize_t tcp_link_send(struct lm_link *link, struct lm_link_peer *p,
@@ -1240,13 +1338,66 @@ static bool tcp_link_delivered(struct lm_link *link, struct lm_link_peer *p, uin
 	return false;
 }
 
+/* Bind l's listening socket at a (in the domain's port range unless a
+ * names a port), learn the address it got and put it in l's epoll set. */
+static int link_listen(struct tcp_link *l, union tcp_addr *a)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+	int ret;
+
+	ret = lm_sock_bind(&a->sa, tcp_addr_len(l->family), l->params->port_low,
+	                   l->params->port_high, &l->lfd);
+	if (!ret)
+		ret = lm_sock_listen(l->lfd);
+	if (!ret && tcp_addr_of_fd(l->lfd, false, a))
+		ret = -FI_EIO;
+	if (!ret && epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->lfd, &ev))
+		ret = lm_neg_errno(errno);
+	return ret;
+}
+
+/* The loop's eventfd and wake_after's timerfd, both in l's epoll set. */
+static int link_wake_fds(struct tcp_link *l)
+{
+	l->loop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (l->loop_fd >= 0)
+		l->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (l->loop_fd < 0 || l->tfd < 0 ||
+	    epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->loop_fd,
+	              &(struct epoll_event){.events = EPOLLIN, .data.ptr = &l->loop}) ||
+	    epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->tfd,
+	              &(struct epoll_event){.events = EPOLLIN, .data.ptr = &l->tfd}))
+		return lm_neg_errno(errno);
+	return 0;
+}
+
+/* l's address, instance number (from the clock should getrandom fail),
+ * the engine's header size and callbacks from attr, and empty lists. */
+static void link_init(struct tcp_link *l, const struct lm_link_attr *attr,
+                      const union tcp_addr *a)
+{
+	l->self = *a;
+	if (getrandom(&l->instance, sizeof(l->instance), 0) != sizeof(l->instance) ||
+	    !l->instance)
+		l->instance = (uint64_t)lm_now_ms() * INSTANCE_MIX | 1;
+	l->hdr_size = attr->hdr_size;
+	l->recv = attr->recv;
+	l->place = attr->place;
+	l->placed = attr->placed;
+	l->on_lost = attr->lost;
+	l->arg = attr->arg;
+	lm_list_init(&l->conns);
+	lm_list_init(&l->dead);
+	lm_list_init(&l->loop);
+	lm_list_init(&l->peer_list);
+}
+
 static int link_open(int family, void *ctx, const struct lm_link_attr *attr,
                      const void *name, struct lm_link **out)
 {
 	const struct tcp_params *params = ctx;
 	struct tcp_link *l;
 	union tcp_addr a = {.sa.sa_family = (sa_family_t)family};
-	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
 	int ret;
 
 	if ((name && tcp_addr_load(&a, name, tcp_addr_len(family), family)) ||
@@ -1267,44 +1418,15 @@ static int link_open(int family, void *ctx, const struct lm_link_attr *attr,
 		/* Named by its connection, once connection management made it. */
 		l->connected = true;
 		a.in.sin_port = 0; /* same place in both families */
-		goto common;
+	} else {
+		ret = link_listen(l, &a);
+		if (ret)
+			goto err;
 	}
-	ret = lm_sock_bind(&a.sa, tcp_addr_len(family), params->port_low,
-	                   params->port_high, &l->lfd);
-	if (!ret)
-		ret = lm_sock_listen(l->lfd);
-	if (!ret && tcp_addr_of_fd(l->lfd, false, &a))
-		ret = -FI_EIO;
-	if (!ret && epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->lfd, &ev))
-		ret = lm_neg_errno(errno);
+	ret = link_wake_fds(l);
 	if (ret)
 		goto err;
-common:
-	l->loop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (l->loop_fd >= 0)
-		l->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	if (l->loop_fd < 0 || l->tfd < 0 ||
-	    epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->loop_fd,
-	              &(struct epoll_event){.events = EPOLLIN, .data.ptr = &l->loop}) ||
-	    epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->tfd,
-	              &(struct epoll_event){.events = EPOLLIN, .data.ptr = &l->tfd})) {
-		ret = lm_neg_errno(errno);
-		goto err;
-	}
-	l->self = a;
-	if (getrandom(&l->instance, sizeof(l->instance), 0) != sizeof(l->instance) ||
-	    !l->instance)
-		l->instance = (uint64_t)lm_now_ms() * INSTANCE_MIX | 1;
-	l->hdr_size = attr->hdr_size;
-	l->recv = attr->recv;
-	l->place = attr->place;
-	l->placed = attr->placed;
-	l->on_lost = attr->lost;
-	l->arg = attr->arg;
-	lm_list_init(&l->conns);
-	lm_list_init(&l->dead);
-	lm_list_init(&l->loop);
-	lm_list_init(&l->peer_list);
+	link_init(l, attr, &a);
 	ret = lm_hmap_init(&l->peers, TCP_PEERS_EXPECTED);
 	if (ret)
 		goto err;

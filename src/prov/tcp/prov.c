@@ -437,109 +437,144 @@ static int hint_addr(const void *addr, size_t len, bool str, int *family,
 	return 0;
 }
 
+/* What a getinfo call asks for: the addresses it names, the format and the
+ * family they fix, and whether a shared receive context is wanted. */
+struct query {
+	union tcp_addr src, dest;
+	bool have_src, have_dest;
+	bool str; /* FI_ADDR_STR: addresses as text */
+	bool srx;
+	int family; /* AF_UNSPEC: either */
+};
+
+/* Read node, service, flags and hints into q: -FI_ENODATA when they ask
+ * for what tcp does not serve or name an address it cannot resolve. */
+static int query_parse(struct query *q, const char *node, const char *service,
+                       uint64_t flags, const struct fi_info *hints)
+{
+	uint32_t fmt = hints ? hints->addr_format : FI_FORMAT_UNSPEC;
+	const struct fi_ep_attr *hep = hints ? hints->ep_attr : NULL;
+
+	*q = (struct query){.str = fmt == FI_ADDR_STR, .family = AF_UNSPEC};
+	/* A shared receive context serves FI_EP_MSG endpoints (srx.c); there
+	 * is no shared transmit context, so asking for one as well gets
+	 * nothing. */
+	q->srx = hep && hep->rx_ctx_cnt == FI_SHARED_CONTEXT &&
+	         hep->tx_ctx_cnt != FI_SHARED_CONTEXT;
+	if (fmt == FI_SOCKADDR_IN)
+		q->family = AF_INET;
+	else if (fmt == FI_SOCKADDR_IN6)
+		q->family = AF_INET6;
+	else if (fmt && fmt != FI_SOCKADDR && !q->str)
+		return -FI_ENODATA;
+	if (node || service) {
+		union tcp_addr *a = flags & FI_SOURCE ? &q->src : &q->dest;
+
+		if (resolve(node, service ? service : "0", flags & FI_SOURCE,
+		            flags & FI_NUMERICHOST, q->family, a))
+			return -FI_ENODATA;
+		q->family = a->sa.sa_family;
+		if (flags & FI_SOURCE)
+			q->have_src = true;
+		else
+			q->have_dest = true;
+	}
+	if (!q->have_src && hints && hints->src_addr) {
+		if (hint_addr(hints->src_addr, hints->src_addrlen, q->str, &q->family,
+		              &q->src))
+			return -FI_ENODATA;
+		q->have_src = true;
+	}
+	if (!q->have_dest && hints && hints->dest_addr) {
+		if (hint_addr(hints->dest_addr, hints->dest_addrlen, q->str, &q->family,
+		              &q->dest))
+			return -FI_ENODATA;
+		q->have_dest = true;
+	}
+	return 0;
+}
+
+/* What interface f offers for q: its RDM and MSG infos that match hints,
+ * with their addresses set, in *got (NULL when none). */
+static int iface_infos(uint32_t version, const struct fi_info *hints,
+                       const struct query *q, struct iface *f, struct fi_info **got)
+{
+	uint32_t ifmt = q->str                            ? FI_ADDR_STR
+	                : f->addr.sa.sa_family == AF_INET ? FI_SOCKADDR_IN
+	                                                  : FI_SOCKADDR_IN6;
+	struct fi_tx_attr tx = tcp_tx;
+	struct fi_rx_attr rx = tcp_rx, mrx = tcp_rx;
+	struct fi_ep_attr ep = tcp_ep, mep = tcp_msg_ep;
+	struct fi_domain_attr dom = tcp_dom, mdom;
+	struct fi_fabric_attr fab = {.name = f->fabric, .prov_version = LM_PROV_VERSION};
+	struct fi_info tmpl = {.caps = TCP_CAPS,
+	                       .addr_format = ifmt,
+	                       .tx_attr = &tx,
+	                       .rx_attr = &rx,
+	                       .ep_attr = &ep,
+	                       .domain_attr = &dom,
+	                       .fabric_attr = &fab};
+	struct fi_info msg = tmpl;
+	const struct fi_info *tmpls[] = {&tmpl, &msg, NULL};
+	struct fi_info *list = NULL, *cur;
+	union tcp_addr mine = f->addr;
+	int ret = 0;
+
+	*got = NULL;
+	if (q->have_src && !src_picks(&q->src, f))
+		return 0;
+	if (q->have_src)
+		mine.in.sin_port = q->src.in.sin_port; /* same place in both */
+	dom.name = f->name;
+	mdom = dom;
+	mdom.max_ep_srx_ctx = mdom.ep_cnt; /* any of its endpoints */
+	if (q->srx)
+		mep.rx_ctx_cnt = FI_SHARED_CONTEXT;
+	mrx.caps &= TCP_MSG_CAPS;
+	msg.caps = TCP_MSG_CAPS;
+	msg.rx_attr = &mrx;
+	msg.ep_attr = &mep;
+	msg.domain_attr = &mdom;
+	if (lm_info_match_list(version, tmpls, hints, &list))
+		return 0;
+	for (cur = list; cur; cur = cur->next) {
+		cur->addr_format = ifmt;
+		ret = set_addr(&cur->src_addr, &cur->src_addrlen, &mine, q->str);
+		if (!ret && q->have_dest)
+			ret = set_addr(&cur->dest_addr, &cur->dest_addrlen, &q->dest,
+			               q->str);
+		if (ret) {
+			fi_freeinfo(list);
+			return ret;
+		}
+	}
+	*got = list;
+	return 0;
+}
+
 static int tcp_getinfo(uint32_t version, const char *node, const char *service,
                        uint64_t flags, const struct fi_info *hints, struct fi_info **info)
 {
 	struct iface ifs[TCP_MAX_IFACES];
-	union tcp_addr src, dest;
-	bool have_src = false, have_dest = false;
 	struct fi_info *list = NULL, **tail = &list;
-	uint32_t fmt = hints ? hints->addr_format : FI_FORMAT_UNSPEC;
-	bool str = fmt == FI_ADDR_STR;
-	const struct fi_ep_attr *hep = hints ? hints->ep_attr : NULL;
-	/* A shared receive context serves FI_EP_MSG endpoints (srx.c); there
-	 * is no shared transmit context, so asking for one as well gets
-	 * nothing. */
-	bool srx = hep && hep->rx_ctx_cnt == FI_SHARED_CONTEXT &&
-	           hep->tx_ctx_cnt != FI_SHARED_CONTEXT;
-	int family = AF_UNSPEC, n, ret = 0;
+	struct query q;
+	int n, ret;
 
-	if (fmt == FI_SOCKADDR_IN)
-		family = AF_INET;
-	else if (fmt == FI_SOCKADDR_IN6)
-		family = AF_INET6;
-	else if (fmt && fmt != FI_SOCKADDR && !str)
-		return -FI_ENODATA;
-	if (node || service) {
-		union tcp_addr *a = flags & FI_SOURCE ? &src : &dest;
-
-		if (resolve(node, service ? service : "0", flags & FI_SOURCE,
-		            flags & FI_NUMERICHOST, family, a))
-			return -FI_ENODATA;
-		family = a->sa.sa_family;
-		if (flags & FI_SOURCE)
-			have_src = true;
-		else
-			have_dest = true;
-	}
-	if (!have_src && hints && hints->src_addr) {
-		if (hint_addr(hints->src_addr, hints->src_addrlen, str, &family, &src))
-			return -FI_ENODATA;
-		have_src = true;
-	}
-	if (!have_dest && hints && hints->dest_addr) {
-		if (hint_addr(hints->dest_addr, hints->dest_addrlen, str, &family, &dest))
-			return -FI_ENODATA;
-		have_dest = true;
-	}
-
-	n = ifaces_list(ifs, TCP_MAX_IFACES, family);
+	ret = query_parse(&q, node, service, flags, hints);
+	if (ret)
+		return ret;
+	n = ifaces_list(ifs, TCP_MAX_IFACES, q.family);
 	for (int i = 0; i < n; i++) {
-		uint32_t ifmt = str                                   ? FI_ADDR_STR
-		                : ifs[i].addr.sa.sa_family == AF_INET ? FI_SOCKADDR_IN
-		                                                      : FI_SOCKADDR_IN6;
-		struct fi_tx_attr tx = tcp_tx;
-		struct fi_rx_attr rx = tcp_rx, mrx = tcp_rx;
-		struct fi_ep_attr ep = tcp_ep, mep = tcp_msg_ep;
-		struct fi_domain_attr dom = tcp_dom, mdom;
-		struct fi_fabric_attr fab = {.name = ifs[i].fabric,
-		                             .prov_version = LM_PROV_VERSION};
-		struct fi_info tmpl = {.caps = TCP_CAPS,
-		                       .addr_format = ifmt,
-		                       .tx_attr = &tx,
-		                       .rx_attr = &rx,
-		                       .ep_attr = &ep,
-		                       .domain_attr = &dom,
-		                       .fabric_attr = &fab};
-		struct fi_info msg = tmpl;
-		const struct fi_info *tmpls[] = {&tmpl, &msg, NULL};
-		struct fi_info *got = NULL, *cur;
-		union tcp_addr mine = ifs[i].addr;
+		struct fi_info *got;
 
-		if (have_src && !src_picks(&src, &ifs[i]))
-			continue;
-		if (have_src)
-			mine.in.sin_port = src.in.sin_port; /* same place in both */
-		dom.name = ifs[i].name;
-		mdom = dom;
-		mdom.max_ep_srx_ctx = mdom.ep_cnt; /* any of its endpoints */
-		if (srx)
-			mep.rx_ctx_cnt = FI_SHARED_CONTEXT;
-		mrx.caps &= TCP_MSG_CAPS;
-		msg.caps = TCP_MSG_CAPS;
-		msg.rx_attr = &mrx;
-		msg.ep_attr = &mep;
-		msg.domain_attr = &mdom;
-		if (lm_info_match_list(version, tmpls, hints, &got))
-			continue;
-		for (cur = got; cur; cur = cur->next) {
-			cur->addr_format = ifmt;
-			ret = set_addr(&cur->src_addr, &cur->src_addrlen, &mine, str);
-			if (!ret && have_dest)
-				ret = set_addr(&cur->dest_addr, &cur->dest_addrlen, &dest,
-				               str);
-			if (ret)
-				break;
+		ret = iface_infos(version, hints, &q, &ifs[i], &got);
+		if (ret) {
+			fi_freeinfo(list);
+			return ret;
 		}
 		*tail = got;
 		while (*tail)
 			tail = &(*tail)->next;
-		if (ret)
-			break;
-	}
-	if (ret) {
-		fi_freeinfo(list);
-		return ret;
 	}
 	if (!list)
 		return -FI_ENODATA;
