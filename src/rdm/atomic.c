@@ -80,10 +80,10 @@ answer:
 static void atomic_done(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
                         const struct lm_rdm_hdr *h, const void *payload, size_t plen)
 {
-	struct lm_rdm_tx *tx = lm_rdm_tx_lookup(ep, h->sreq, peer);
+	struct lm_rdm_tx *tx = lm_rdm_tx_awaiting(ep, h->sreq, peer, LM_OP_ATOMIC);
 	int err;
 
-	if (!tx || tx->op != LM_OP_ATOMIC || tx->state != LM_TX_WAIT)
+	if (!tx)
 		return;
 	err = h->rreq > 0 && h->rreq < 0x10000 ? (int)h->rreq : 0;
 	if (!err && tx->result) {

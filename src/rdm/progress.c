@@ -676,9 +676,9 @@ static void ctl_queue_flush(struct lm_rdm_ep *ep)
 void lm_rdm_on_cts(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
                    const struct lm_rdm_hdr *h)
 {
-	struct lm_rdm_tx *tx = lm_rdm_tx_lookup(ep, h->sreq, peer);
+	struct lm_rdm_tx *tx = lm_rdm_tx_awaiting(ep, h->sreq, peer, LM_OP_RTS);
 
-	if (!tx || tx->op != LM_OP_RTS || tx->state != LM_TX_WAIT)
+	if (!tx)
 		return;
 	lm_list_remove(&tx->node);
 	tx->state = LM_TX_STREAM;

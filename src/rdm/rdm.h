@@ -796,6 +796,17 @@ void lm_rdm_tx_hold(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx, uint64_t mark);
 /* The live request named by handle that went to from, or NULL. */
 struct lm_rdm_tx *lm_rdm_tx_lookup(struct lm_rdm_ep *ep, uint64_t handle,
                                    const struct lm_rdm_peer *from);
+/* The same, only a request of kind op waiting for its answer (LM_TX_WAIT):
+ * what an answer (CTS, PUSH, a read's or atomic's response, a write's FIN)
+ * may name. */
+static inline struct lm_rdm_tx *lm_rdm_tx_awaiting(struct lm_rdm_ep *ep, uint64_t handle,
+                                                   const struct lm_rdm_peer *from,
+                                                   uint8_t op)
+{
+	struct lm_rdm_tx *tx = lm_rdm_tx_lookup(ep, handle, from);
+
+	return tx && tx->op == op && tx->state == LM_TX_WAIT ? tx : NULL;
+}
 static inline uint64_t lm_rdm_tx_handle(const struct lm_rdm_tx *tx)
 {
 	return lm_rdm_handle(tx->gen, tx->slot);

@@ -182,10 +182,9 @@ static void on_read_req(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 static void on_read_resp(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
                          const struct lm_rdm_hdr *h, const void *payload, size_t plen)
 {
-	struct lm_rdm_tx *tx = lm_rdm_tx_lookup(ep, h->sreq, peer);
+	struct lm_rdm_tx *tx = lm_rdm_tx_awaiting(ep, h->sreq, peer, LM_OP_READ_REQ);
 
-	if (!tx || tx->op != LM_OP_READ_REQ || tx->state != LM_TX_WAIT ||
-	    h->addr > tx->len || plen > tx->len - h->addr)
+	if (!tx || h->addr > tx->len || plen > tx->len - h->addr)
 		return;
 	lm_copy_to_iov(tx->iov, tx->iov_count, h->addr, payload, plen);
 	tx->done += plen;
@@ -196,9 +195,9 @@ static void on_read_resp(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 static void on_write_ack(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
                          const struct lm_rdm_hdr *h)
 {
-	struct lm_rdm_tx *tx = lm_rdm_tx_lookup(ep, h->sreq, peer);
+	struct lm_rdm_tx *tx = lm_rdm_tx_awaiting(ep, h->sreq, peer, LM_OP_WRITE);
 
-	if (!tx || tx->op != LM_OP_WRITE || tx->state != LM_TX_WAIT)
+	if (!tx)
 		return;
 	lm_rdm_tx_done(ep, tx, h->rreq > 0 && h->rreq < 0x10000 ? (int)h->rreq : 0);
 }

@@ -583,7 +583,7 @@ void lm_rdm_rndv_unplaced(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r)
 void lm_rdm_on_push(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
                     const struct lm_rdm_hdr *h, const void *payload, size_t plen)
 {
-	struct lm_rdm_tx *tx = lm_rdm_tx_lookup(ep, h->sreq, peer);
+	struct lm_rdm_tx *tx = lm_rdm_tx_awaiting(ep, h->sreq, peer, LM_OP_RTS);
 	struct lm_rdm_hdr a = {.version = LM_RDM_WIRE_VERSION,
 	                       .op = LM_OP_PUSHED,
 	                       .sreq = h->sreq,
@@ -594,7 +594,7 @@ void lm_rdm_on_push(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 	size_t ln, rn;
 	ssize_t got;
 
-	if (!tx || tx->op != LM_OP_RTS || tx->state != LM_TX_WAIT)
+	if (!tx)
 		return;
 	if (h->addr > tx->len || h->size > tx->len - h->addr ||
 	    lm_rdm_rts_parse(&rts, payload, plen) ||
