@@ -220,9 +220,21 @@ static int match_ep(const struct fi_info *tmpl, const struct fi_info *hints,
 		REJECT("tx_ctx_cnt %zu too large", h->tx_ctx_cnt);
 	if (h->rx_ctx_cnt != FI_SHARED_CONTEXT && h->rx_ctx_cnt > p->rx_ctx_cnt)
 		REJECT("rx_ctx_cnt %zu too large", h->rx_ctx_cnt);
-	if ((h->tx_ctx_cnt == FI_SHARED_CONTEXT || h->rx_ctx_cnt == FI_SHARED_CONTEXT) &&
-	    !(p->tx_ctx_cnt == FI_SHARED_CONTEXT || p->rx_ctx_cnt == FI_SHARED_CONTEXT))
-		REJECT("shared contexts not supported");
+	/* A shared context is offered where the template's count says so,
+	 * or its domain lets endpoints share one (max_ep_stx_ctx /
+	 * max_ep_srx_ctx); the answer then names it, as asked. */
+	if (h->tx_ctx_cnt == FI_SHARED_CONTEXT) {
+		if (p->tx_ctx_cnt != FI_SHARED_CONTEXT &&
+		    !(tmpl->domain_attr && tmpl->domain_attr->max_ep_stx_ctx))
+			REJECT("shared transmit contexts not supported");
+		o->tx_ctx_cnt = FI_SHARED_CONTEXT;
+	}
+	if (h->rx_ctx_cnt == FI_SHARED_CONTEXT) {
+		if (p->rx_ctx_cnt != FI_SHARED_CONTEXT &&
+		    !(tmpl->domain_attr && tmpl->domain_attr->max_ep_srx_ctx))
+			REJECT("shared receive contexts not supported");
+		o->rx_ctx_cnt = FI_SHARED_CONTEXT;
+	}
 	if (h->auth_key_size > 0)
 		REJECT("authorization keys not supported");
 	if (h->mem_tag_format)

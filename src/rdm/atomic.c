@@ -244,7 +244,7 @@ static ssize_t atomic_post(struct lm_rdm_ctx *ctx, enum lm_atomic_kind kind,
 	if (ret)
 		return ret;
 
-	lm_lock_acquire(&ep->lock);
+	lm_lock_acquire(ep->lock);
 	if (!ep->enabled) {
 		ret = -FI_EOPBADSTATE;
 		goto out;
@@ -267,7 +267,7 @@ static ssize_t atomic_post(struct lm_rdm_ctx *ctx, enum lm_atomic_kind kind,
 	h.key = a->key;
 	ret = lm_rdm_tx_launch(ep, tx, &h);
 out:
-	lm_lock_release(&ep->lock);
+	lm_lock_release(ep->lock);
 	return ret;
 }
 

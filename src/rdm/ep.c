@@ -12,19 +12,11 @@
 #define DEFAULT_TX_SIZE 256
 #define DEFAULT_RX_SIZE 256
 /* Unexpected eager data an endpoint holds before it stops reading. */
-#define DEFAULT_UNEXP_MAX LM_RDM_UNEXP_MAX
-/* FI_OPT_MIN_MULTI_RECV until set: a multi-receive buffer with less room
- * left is released.  A small message still fits in what is kept. */
-#define DEFAULT_MIN_MULTI   64
+#define DEFAULT_UNEXP_MAX   LM_RDM_UNEXP_MAX
 #define DEFAULT_INJECT_SIZE LM_RDM_INJECT_SIZE
 /* Peers an endpoint expects before its peer map and fi_addr vector grow:
  * a job's neighbours fit; the map doubles past them. */
 #define PEERS_EXPECTED 64
-/* Small unexpected eager payloads are copied into pooled buffers of this
- * size (larger ones are malloc'ed): most short protocol messages fit, and
- * the pool stays a few pages per chunk. */
-#define SMALL_BUF_SIZE  256
-#define SMALL_BUF_ALIGN 64 /* a cache line: copies into them start aligned */
 /* Control packets the link refused are queued in pooled entries, this
  * many per chunk: they are rare (a full link), so a small chunk. */
 #define CTL_POOL_CHUNK 32
@@ -63,6 +55,7 @@ int lm_rdm_domain_init(struct lm_rdm_domain *dom, struct lm_fabric *fab,
 	dom->av_ops.on_remove = av_on_remove;
 	dom->util.av_addr_ops = &dom->av_ops;
 	atomic_init(&dom->av_gen, 0);
+	lm_lock_init(&dom->ctx_lock, dom->util.shared);
 	return 0;
 }
 
@@ -97,7 +90,7 @@ int lm_rdm_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
 }
 
 const struct fi_ops_domain lm_rdm_domain_ops =
-    LM_RDM_DOMAIN_OPS(lm_rdm_endpoint, lm_domain_no_srx);
+    LM_RDM_DOMAIN_OPS(lm_rdm_endpoint);
 
 /* ---- peers ------------------------------------------------------------------ */
 
@@ -368,6 +361,16 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 		atomic_fetch_add(&av->ref, 1);
 		return 0;
 	}
+	case FI_CLASS_SRX_CTX:
+		if (flags)
+			return -FI_EBADFLAGS;
+		return lm_rdm_ep_bind_srx(ep, lm_container_of(bfid, struct lm_rdm_rxc,
+		                                              ep_fid.fid));
+	case FI_CLASS_STX_CTX:
+		if (flags)
+			return -FI_EBADFLAGS;
+		return lm_rdm_ep_bind_stx(ep, lm_container_of(bfid, struct lm_rdm_stx,
+		                                              stx_fid.fid));
 	case FI_CLASS_EQ:
 		return 0; /* nothing of an RDM endpoint reports to an EQ */
 	default:
@@ -408,25 +411,12 @@ static int ep_enable(struct lm_rdm_ep *ep)
 	return 1; /* the caller adds the hooks */
 }
 
-static void drain_requests(struct lm_rdm_ep *ep)
-{
-	struct lm_rx_entry *e;
-	struct lm_unexp_entry *u;
-
-	for (struct lm_match *m = &ep->msg; m; m = m == &ep->msg ? &ep->tagged : NULL) {
-		while ((e = lm_match_pop_posted(m)))
-			lm_rdm_rx_free(ep, lm_container_of(e, struct lm_rdm_rx, e));
-		while ((u = lm_match_pop_unexp(m)))
-			lm_rdm_unexp_free(ep, lm_container_of(u, struct lm_rdm_unexp, u));
-	}
-}
-
 static void ep_free(struct lm_rdm_ep *ep)
 {
 	struct lm_list *n;
 
 	if (ep->link) {
-		drain_requests(ep);
+		lm_rdm_rxc_fini(&ep->own_rxc);
 		peers_free(ep);
 		ep->link->ops->close(ep->link);
 	}
@@ -441,14 +431,11 @@ static void ep_free(struct lm_rdm_ep *ep)
 	free(ep->tx);
 	free(ep->tx_free);
 	free(ep->rndv);
-	lm_match_fini(&ep->msg);
-	lm_match_fini(&ep->tagged);
-	lm_bufpool_fini(&ep->rx_pool);
-	lm_bufpool_fini(&ep->unexp_pool);
-	lm_bufpool_fini(&ep->small_pool);
+	if (!ep->link)
+		lm_rdm_rxc_fini(&ep->own_rxc);
 	lm_bufpool_fini(&ep->ctl_pool);
 	lm_info_free(ep->info);
-	lm_lock_fini(&ep->lock);
+	lm_lock_fini(&ep->own_lock);
 	free(ep->name);
 	free(ep->scratch);
 	free(ep);
@@ -473,6 +460,9 @@ static int ep_close(struct fid *fid)
 		ext->closing(ep);
 	lm_rdm_linger(ep);
 	hooks_del(ep);
+	lm_rdm_ep_leave_rxc(ep);
+	if (ep->stx)
+		atomic_fetch_sub(&ep->stx->ref, 1);
 	if (ep->tx_cq)
 		atomic_fetch_sub(&ep->tx_cq->ref, 1);
 	if (ep->rx_cq)
@@ -523,9 +513,9 @@ static int ep_control(struct fid *fid, int command, void *arg)
 
 	switch (command) {
 	case FI_ENABLE:
-		lm_lock_acquire(&ctx->ep->lock);
+		lm_lock_acquire(ctx->ep->lock);
 		ret = ep_enable(ctx->ep);
-		lm_lock_release(&ctx->ep->lock);
+		lm_lock_release(ctx->ep->lock);
 		if (ret == 1) {
 			hooks_add(ctx->ep);
 			ret = 0;
@@ -583,9 +573,9 @@ static ssize_t ep_cancel(fid_t fid, void *context)
 
 	if (fid->fclass != FI_CLASS_EP)
 		return -FI_EINVAL;
-	lm_lock_acquire(&ctx->ep->lock);
-	ret = lm_rdm_cancel(ctx->ep, context);
-	lm_lock_release(&ctx->ep->lock);
+	lm_lock_acquire(ctx->ep->lock);
+	ret = lm_rdm_cancel(ctx->ep->rxc, ctx->ep, context);
+	lm_lock_release(ctx->ep->lock);
 	return ret;
 }
 
@@ -604,7 +594,7 @@ static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *op
 	case FI_OPT_MIN_MULTI_RECV:
 		if (!optval || !optlen || *optlen < sizeof(size_t))
 			return -FI_EINVAL;
-		*(size_t *)optval = ep->min_multi_recv;
+		*(size_t *)optval = ep->rxc->min_multi_recv;
 		*optlen = sizeof(size_t);
 		return 0;
 	default:
@@ -627,7 +617,7 @@ static int ep_setopt(fid_t fid, int level, int optname, const void *optval, size
 	case FI_OPT_MIN_MULTI_RECV:
 		if (!optval || optlen != sizeof(size_t))
 			return -FI_EINVAL;
-		ep->min_multi_recv = *(const size_t *)optval;
+		ep->rxc->min_multi_recv = *(const size_t *)optval;
 		return 0;
 	default:
 		return -FI_ENOPROTOOPT;
@@ -641,9 +631,9 @@ static ssize_t ep_rx_size_left(struct fid_ep *fid)
 
 	if (!ep->enabled)
 		return -FI_EOPBADSTATE;
-	lm_lock_acquire(&ep->lock);
-	n = (ssize_t)(ep->rx_limit - ep->rx_count);
-	lm_lock_release(&ep->lock);
+	lm_lock_acquire(ep->lock);
+	n = (ssize_t)(ep->rxc->rx_limit - ep->rxc->rx_count);
+	lm_lock_release(ep->lock);
 	return n;
 }
 
@@ -654,9 +644,9 @@ static ssize_t ep_tx_size_left(struct fid_ep *fid)
 
 	if (!ep->enabled)
 		return -FI_EOPBADSTATE;
-	lm_lock_acquire(&ep->lock);
+	lm_lock_acquire(ep->lock);
 	n = (ssize_t)ep->tx_nfree;
-	lm_lock_release(&ep->lock);
+	lm_lock_release(ep->lock);
 	return n;
 }
 
@@ -677,7 +667,7 @@ int lm_rdm_ep_connected(struct lm_rdm_ep *ep, const void *addr)
 {
 	struct lm_rdm_peer *p;
 
-	lm_lock_acquire(&ep->lock);
+	lm_lock_acquire(ep->lock);
 	p = ep->link ? lm_rdm_peer_by_addr(ep, addr) : NULL;
 	if (p) {
 		lm_rdm_peer_revive(p);
@@ -685,18 +675,18 @@ int lm_rdm_ep_connected(struct lm_rdm_ep *ep, const void *addr)
 		ep->conn_err = 0;
 		ep->conn_failed = ep->conn_told = false;
 	}
-	lm_lock_release(&ep->lock);
+	lm_lock_release(ep->lock);
 	return p ? 0 : -FI_ENOMEM;
 }
 
 void lm_rdm_ep_disconnected(struct lm_rdm_ep *ep, int err)
 {
-	lm_lock_acquire(&ep->lock);
+	lm_lock_acquire(ep->lock);
 	if (!ep->conn_failed)
 		ep->conn_err = err; /* over the link's own FI_ENOTCONN */
 	ep->conn_told = true;       /* the provider ends it: it knows */
 	lm_rdm_progress_locked(ep);
-	lm_lock_release(&ep->lock);
+	lm_lock_release(ep->lock);
 }
 
 /* ---- fi_ops_cm: names ----------------------------------------------------- */
@@ -711,7 +701,7 @@ static int link_open(struct lm_rdm_ep *ep, const void *name, bool name_hint)
 	    .placed = lm_rdm_placed,
 	    .lost = lm_rdm_lost,
 	    .tx_size = ep->tx_count,
-	    .rx_size = ep->rx_limit,
+	    .rx_size = ep->rxc->rx_limit,
 	    .no_bulk = ep->dom->no_bulk,
 	    .connected = ep->connected,
 	    .name_hint = name_hint,
@@ -762,12 +752,12 @@ int lm_rdm_setname(fid_t fid, void *addr, size_t addrlen)
 	}
 	if (ret)
 		goto out;
-	lm_lock_acquire(&ep->lock);
+	lm_lock_acquire(ep->lock);
 	{
 		struct lm_hmap fresh;
 
 		if (lm_hmap_init(&fresh, PEERS_EXPECTED)) {
-			lm_lock_release(&ep->lock);
+			lm_lock_release(ep->lock);
 			ret = -FI_ENOMEM;
 			goto out;
 		}
@@ -780,7 +770,7 @@ int lm_rdm_setname(fid_t fid, void *addr, size_t addrlen)
 	ret = link_open(ep, bin, false);
 	if (ret) /* keep the endpoint usable under a fresh name */
 		link_open(ep, NULL, false);
-	lm_lock_release(&ep->lock);
+	lm_lock_release(ep->lock);
 out:
 	free(bin);
 	return ret;
@@ -841,20 +831,9 @@ static const struct fi_ops_cm ep_cm_ops = {
 
 /* ---- fi_endpoint ------------------------------------------------------------ */
 
-/* Do the receives of one kind honour their source address?  (man
- * fi_getinfo: FI_TAGGED_DIRECTED_RECV leaves untagged receives taking any
- * source; FI_EXACT_DIRECTED_RECV alone directs both kinds.) */
-static bool directed(uint64_t caps, bool tagged)
-{
-	if (caps & FI_DIRECTED_RECV)
-		return true;
-	if (caps & FI_TAGGED_DIRECTED_RECV)
-		return tagged;
-	return caps & FI_EXACT_DIRECTED_RECV;
-}
-
 static int tables_init(struct lm_rdm_ep *ep)
 {
+	int ret;
 	size_t tx_bytes = sizeof(struct lm_rdm_tx) + ep->inject_size;
 
 	ep->tx = calloc(ep->tx_count, sizeof(*ep->tx));
@@ -874,22 +853,12 @@ static int tables_init(struct lm_rdm_ep *ep)
 	ep->tx_nfree = ep->tx_count;
 	for (size_t i = 0; i < ep->rndv_count; i++)
 		ep->rndv[i].gen = 1;
-	if (lm_bufpool_init(&ep->rx_pool, sizeof(struct lm_rdm_rx), 0, LM_BUFPOOL_CHUNK, 0) ||
-	    lm_bufpool_init(&ep->unexp_pool, sizeof(struct lm_rdm_unexp), 0, LM_BUFPOOL_CHUNK,
-	                    0) ||
-	    lm_bufpool_init(&ep->small_pool, SMALL_BUF_SIZE, SMALL_BUF_ALIGN, LM_BUFPOOL_CHUNK,
-	                    0) ||
-	    lm_bufpool_init(&ep->ctl_pool, sizeof(struct lm_rdm_ctl), 0, CTL_POOL_CHUNK, 0))
+	if (lm_bufpool_init(&ep->ctl_pool, sizeof(struct lm_rdm_ctl), 0, CTL_POOL_CHUNK, 0))
 		return -FI_ENOMEM;
-	if (lm_match_init(&ep->msg, false, directed(ep->caps, false)) ||
-	    lm_match_init(&ep->tagged, true, directed(ep->caps, true)))
-		return -FI_ENOMEM;
-	/* A connected endpoint has one source, which its receives (and
-	 * a shared receive context's) name FI_ADDR_UNSPEC. */
-	if ((ep->caps & FI_EXACT_DIRECTED_RECV) && !ep->connected) {
-		ep->msg_exact = ep->msg.directed;
-		ep->tagged_exact = ep->tagged.directed;
-	}
+	ret = lm_rdm_rxc_init(&ep->own_rxc, ep->dom, ep->caps, ep->own_rxc.rx_limit,
+	                      ep->own_rxc.unexp_max, ep->connected);
+	if (ret)
+		return ret;
 	if (lm_hmap_init(&ep->peers, PEERS_EXPECTED))
 		return -FI_ENOMEM;
 	return 0;
@@ -912,12 +881,11 @@ static void ep_sizes(struct lm_rdm_ep *ep, const struct fi_info *info)
 	if (rx)
 		ep->ctx.rx_flags = rx->op_flags;
 	ep->tx_count = tx && tx->size ? tx->size : DEFAULT_TX_SIZE;
-	ep->rx_limit = rx && rx->size ? rx->size : DEFAULT_RX_SIZE;
-	ep->rndv_count = ep->rx_limit;
+	ep->own_rxc.rx_limit = rx && rx->size ? rx->size : DEFAULT_RX_SIZE;
+	ep->rndv_count = ep->own_rxc.rx_limit;
 	ep->inject_size = tx && tx->inject_size ? tx->inject_size : DEFAULT_INJECT_SIZE;
-	ep->min_multi_recv = DEFAULT_MIN_MULTI;
-	ep->unexp_max = rx && rx->total_buffered_recv ? rx->total_buffered_recv
-	                                              : DEFAULT_UNEXP_MAX;
+	ep->own_rxc.unexp_max = rx && rx->total_buffered_recv ? rx->total_buffered_recv
+	                                                      : DEFAULT_UNEXP_MAX;
 }
 
 /* The endpoint's fids and the ops tables it gets: the engine's, but a
@@ -994,7 +962,10 @@ int lm_rdm_endpoint_ext(struct fid_domain *domain, struct fi_info *info,
 		free(ep);
 		return -FI_ENOMEM;
 	}
-	lm_lock_init(&ep->lock, dom->util.shared);
+	lm_lock_init(&ep->own_lock, dom->util.shared);
+	ep->lock = &ep->own_lock;
+	ep->rxc = &ep->own_rxc;
+	lm_list_init(&ep->rxc_node);
 	ep->dom = dom;
 	ep->caps = info->caps ? info->caps : dom->util.caps;
 	/* Before API 2.0 that bit is FI_VARIABLE_MSG, never offered here. */

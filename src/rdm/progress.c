@@ -294,7 +294,7 @@ static void conn_end(struct lm_rdm_ep *ep)
 		ep->msg_peer->dead = true;
 		lm_rdm_fail_peer(ep, ep->msg_peer, ep->conn_err);
 	}
-	for (struct lm_match *m = &ep->msg; m; m = m == &ep->msg ? &ep->tagged : NULL)
+	for (struct lm_match *m = &ep->rxc->msg; m; m = m == &ep->rxc->msg ? &ep->rxc->tagged : NULL)
 		while ((e = lm_match_pop_posted(m)))
 			lm_rdm_rx_end(ep, lm_container_of(e, struct lm_rdm_rx, e), ep->conn_err);
 }
@@ -801,7 +801,7 @@ static void check_peers(struct lm_rdm_ep *ep)
 	 * first, then the link, then fail what still waits on it.  The other
 	 * order fails a send whose ACK the peer wrote just before closing. */
 	if (any_gone(ep))
-		poll_link(ep, ep->unexp_max);
+		poll_link(ep, ep->rxc->unexp_max);
 	fail_gone_tx(ep, &ep->tx_wait);
 	fail_gone_tx(ep, &ep->tx_queue);
 	lm_list_foreach_safe(&ep->rndv_active, it, tmp)
@@ -844,16 +844,16 @@ static LM_HOT_INLINE void poll_link(struct lm_rdm_ep *ep, size_t max)
 		max += ep->npeers * LM_EAGER_CREDIT;
 	else
 		max = SIZE_MAX;
-	if (ep->unexp_bytes < max) {
+	if (ep->rxc->unexp_bytes < max) {
 		do {
 			n = link->ops->poll(link, POLL_BUDGET);
-		} while (n == POLL_BUDGET && ep->unexp_bytes < max);
+		} while (n == POLL_BUDGET && ep->rxc->unexp_bytes < max);
 	}
 }
 
 void lm_rdm_progress_locked(struct lm_rdm_ep *ep)
 {
-	size_t max = ep->unexp_max;
+	size_t max = ep->rxc->unexp_max;
 
 	ep->room_count = 0;
 	ep->room_other = false;
@@ -940,16 +940,16 @@ static LM_HOT_INLINE void progress(struct lm_rdm_ep *ep, bool sleepy)
 	/* The common poll with nothing in flight and nothing arrived. */
 	if (quiet && ep->link && ep->link->ops->idle && ep->link->ops->idle(ep->link))
 		return;
-	lm_lock_acquire(&ep->lock);
+	lm_lock_acquire(ep->lock);
 	/* Nothing queued, awaited or armed (quiet, read again under the
 	 * lock): only the link to read, and done unless what came queued
 	 * something (which clears quiet). */
 	if (quiet && ep->enabled && atomic_load_explicit(&ep->quiet, memory_order_relaxed)) {
 		ep->room_count = 0;
 		ep->room_other = false;
-		poll_link(ep, ep->unexp_max);
+		poll_link(ep, ep->rxc->unexp_max);
 		if (atomic_load_explicit(&ep->quiet, memory_order_relaxed)) {
-			lm_lock_release(&ep->lock);
+			lm_lock_release(ep->lock);
 			return;
 		}
 	}
@@ -983,7 +983,7 @@ static LM_HOT_INLINE void progress(struct lm_rdm_ep *ep, bool sleepy)
 			tell = ep->ext && ep->ext->lost;
 		}
 	}
-	lm_lock_release(&ep->lock);
+	lm_lock_release(ep->lock);
 	if (tell)
 		ep->ext->lost(ep);
 }
@@ -999,13 +999,13 @@ void lm_rdm_linger(struct lm_rdm_ep *ep)
 
 	if (!ep->enabled || !ep->link)
 		return;
-	lm_lock_acquire(&ep->lock);
+	lm_lock_acquire(ep->lock);
 	while (!lm_list_empty(&ep->ctl_queue) && lm_now_ms() < end) {
 		lm_rdm_progress_locked(ep);
 		if (!lm_list_empty(&ep->ctl_queue))
 			nanosleep(&(struct timespec){.tv_nsec = LINGER_POLL_NS}, NULL);
 	}
-	lm_lock_release(&ep->lock);
+	lm_lock_release(ep->lock);
 }
 
 void lm_rdm_progress(struct lm_rdm_ep *ep, bool sleepy)

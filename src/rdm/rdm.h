@@ -239,7 +239,9 @@ static inline size_t lm_rdm_rts_len(const struct lm_rdm_rts *rts)
  * registration serves offsets and application keys too, so applications
  * that accept neither (the default registration) are served as well.
  * The object counts are what fi_getinfo reports, and hints asking for
- * more get no answer (core/match.c); the engine enforces none of them. */
+ * more get no answer (core/match.c); the engine enforces none of them.
+ * Any of a domain's endpoints may share a transmit or receive context
+ * (max_ep_stx_ctx, max_ep_srx_ctx: its ep_cnt). */
 #define LM_RDM_DOMAIN_ATTRS                                                              \
 	.threading = FI_THREAD_SAFE, .control_progress = FI_PROGRESS_MANUAL,             \
 	.data_progress = FI_PROGRESS_MANUAL, .resource_mgmt = FI_RM_ENABLED,             \
@@ -247,7 +249,8 @@ static inline size_t lm_rdm_rts_len(const struct lm_rdm_rts *rts)
 	.mr_mode = LM_MR_PREFERRED | FI_MR_VIRT_ADDR | FI_MR_PROV_KEY,                   \
 	.mr_key_size = sizeof(uint64_t), .cq_data_size = sizeof(uint64_t),               \
 	.cq_cnt = 1024, .ep_cnt = 256, .tx_ctx_cnt = 256, .rx_ctx_cnt = 256,             \
-	.max_ep_tx_ctx = 1, .max_ep_rx_ctx = 1, .mr_iov_limit = LM_IOV_LIMIT,            \
+	.max_ep_tx_ctx = 1, .max_ep_rx_ctx = 1, .max_ep_stx_ctx = 256,                   \
+	.max_ep_srx_ctx = 256, .mr_iov_limit = LM_IOV_LIMIT,                              \
 	.mr_cnt = 1 << 16, .cntr_cnt = 1024, .max_err_data = LM_ERR_DATA_MAX
 
 /* ---- domain --------------------------------------------------------------
@@ -262,6 +265,9 @@ struct lm_rdm_domain {
 	/* Bumped by every fi_av_remove: endpoints drop their fi_addr caches. */
 	atomic_uint_fast64_t av_gen;
 	bool no_bulk;     /* the provider's "never use bulk copies" parameter */
+	/* The lock of every endpoint bound to a shared context of this
+	 * domain (lm_rdm_ep.lock). */
+	struct lm_lock ctx_lock;
 	size_t eager_max; /* 0: the link's max_payload */
 };
 
@@ -275,15 +281,16 @@ int lm_rdm_domain_open(struct fid_fabric *fabric, const struct fi_info *info,
                        const struct lm_link_ops *link_ops, void *link_ctx,
                        const struct fi_ops_domain *ops, void *context,
                        struct lm_rdm_domain **out);
-/* An engine domain's ops with a provider's endpoint and srx_ctx calls;
- * providers compose their static const table with it. */
-#define LM_RDM_DOMAIN_OPS(endpoint_fn, srx_fn)                                           \
+/* An engine domain's ops with a provider's endpoint call; providers
+ * compose their static const table with it.  Shared contexts are the
+ * engine's (rxc.c). */
+#define LM_RDM_DOMAIN_OPS(endpoint_fn)                                                   \
 	{                                                                                \
 		.size = sizeof(struct fi_ops_domain), .av_open = lm_av_open,             \
 		.cq_open = lm_cq_open, .endpoint = (endpoint_fn),                        \
 		.scalable_ep = lm_domain_no_scalable_ep, .cntr_open = lm_cntr_open,      \
-		.poll_open = lm_poll_open, .stx_ctx = lm_domain_no_stx,                  \
-		.srx_ctx = (srx_fn), .query_atomic = lm_rdm_query_atomic,                \
+		.poll_open = lm_poll_open, .stx_ctx = lm_rdm_stx_context,                \
+		.srx_ctx = lm_rdm_srx_context, .query_atomic = lm_rdm_query_atomic,      \
 		.query_collective = lm_domain_no_query_collective,                       \
 	}
 int lm_rdm_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
@@ -460,6 +467,7 @@ struct lm_rdm_arrival {
 /* Payload kept for an unexpected message. */
 struct lm_rdm_unexp {
 	struct lm_unexp_entry u;
+	struct lm_rdm_ep *ep; /* the endpoint it came to */
 	struct lm_rdm_peer *peer;
 	uint16_t hflags;
 	uint64_t sreq;
@@ -479,14 +487,81 @@ struct lm_rdm_ctl {
 	unsigned char small[sizeof(struct lm_rdm_rts)];
 };
 
+struct lm_rdm_ep;
+struct lm_rdm_ep_ext;
+
+/* ---- receive and transmit contexts ----------------------------------------
+ * A receive context: the posted and unexpected lists with their pools.
+ * Every endpoint has one of its own; a shared receive context
+ * (fi_srx_context) is one that serves every endpoint bound to it.  A
+ * message is matched in the context of the endpoint it came to and
+ * reported on that endpoint's receive CQ and counters (man fi_endpoint:
+ * a shared context has none of its own); an unexpected message remembers
+ * its endpoint, whose link and peer the rest of its transfer uses.
+ *
+ *   fi_recv(srx) --> [ srx: posted r1 r2 ..., unexpected m1 (ep B) ... ]
+ *                       ^ match            ^ match
+ *   ep A --link--> arrival           ep B --link--> arrival
+ */
+struct lm_rdm_rxc {
+	struct fid_ep ep_fid; /* FI_CLASS_SRX_CTX, when shared */
+	struct lm_rdm_domain *dom;
+	bool shared;
+	/* Directed receive (lm_match.directed) is chosen per kind at open:
+	 * FI_DIRECTED_RECV directs both, FI_TAGGED_DIRECTED_RECV tagged ones;
+	 * FI_EXACT_DIRECTED_RECV directs both unless the latter narrows it,
+	 * and makes the directed kinds refuse FI_ADDR_UNSPEC. */
+	struct lm_match msg, tagged;
+	bool msg_exact, tagged_exact;
+	struct lm_bufpool rx_pool;    /* lm_rdm_rx */
+	struct lm_bufpool unexp_pool; /* lm_rdm_unexp */
+	struct lm_bufpool small_pool; /* eager payloads up to inline_max */
+	size_t rx_count, rx_limit;
+	/* Eager payloads held for unexpected messages, and the most held
+	 * before the endpoints stop reading their links (the senders then
+	 * see -FI_EAGAIN once the transport's own buffers are full). */
+	size_t unexp_bytes, unexp_max;
+	size_t min_multi_recv;
+	uint64_t caps, op_flags;
+	struct lm_list members; /* shared: the endpoints bound (rxc_node) */
+};
+
+/* A shared transmit context (fi_stx_context): operations are still posted
+ * to the endpoints and complete on their CQs (man fi_endpoint); what the
+ * endpoints bound to it share is its attributes and the domain's context
+ * lock, under which their requests are issued one at a time. */
+struct lm_rdm_stx {
+	struct fid_stx stx_fid;
+	struct lm_rdm_domain *dom;
+	struct fi_tx_attr attr;
+	atomic_int ref; /* endpoints bound */
+};
+
+/* rxc.c */
+/* A receive context for ep's caps and sizes (own) or for attr (shared). */
+int lm_rdm_rxc_init(struct lm_rdm_rxc *rxc, struct lm_rdm_domain *dom, uint64_t caps,
+                    size_t rx_limit, size_t unexp_max, bool connected);
+void lm_rdm_rxc_fini(struct lm_rdm_rxc *rxc);
+/* The endpoint that speaks for rxc where no arrival names one (a peek
+ * that found nothing, a cancel): ep itself, or a shared context's first
+ * enabled member; NULL when it has none. */
+struct lm_rdm_ep *lm_rdm_rxc_voice(struct lm_rdm_rxc *rxc);
+int lm_rdm_srx_context(struct fid_domain *domain, struct fi_rx_attr *attr,
+                       struct fid_ep **rx_ep, void *context);
+int lm_rdm_stx_context(struct fid_domain *domain, struct fi_tx_attr *attr,
+                       struct fid_stx **stx, void *context);
+/* fi_ep_bind of a shared context to ep (before fi_enable), and ep leaving
+ * its receive context as it closes (its unexpected messages there go). */
+int lm_rdm_ep_bind_srx(struct lm_rdm_ep *ep, struct lm_rdm_rxc *rxc);
+int lm_rdm_ep_bind_stx(struct lm_rdm_ep *ep, struct lm_rdm_stx *stx);
+void lm_rdm_ep_leave_rxc(struct lm_rdm_ep *ep);
+
 /* ---- endpoint ------------------------------------------------------------ */
 
 /* Full peers a sleeper asks to ring when they have room (want_room).  A
  * sender is rarely blocked on more at once; beyond, it looks again on a
  * short timer (room_other, progress.c). */
 #define LM_ROOM_PEERS 4
-
-struct lm_rdm_ep_ext;
 
 /* A fid_ep: the endpoint itself or an alias with other op flags. */
 struct lm_rdm_ctx {
@@ -531,7 +606,6 @@ struct lm_rdm_ep {
 	struct lm_link *link;
 	size_t eager_max;
 	size_t inject_size;
-	size_t min_multi_recv;
 	bool bulk;              /* may offer RTS bulk reads */
 	unsigned char *scratch; /* link max_payload bytes: atomic results */
 
@@ -548,20 +622,12 @@ struct lm_rdm_ep {
 	size_t rndv_count;
 	struct lm_list rndv_active;
 
-	/* Directed receive (lm_match.directed) is chosen per kind at open:
-	 * FI_DIRECTED_RECV directs both, FI_TAGGED_DIRECTED_RECV tagged ones;
-	 * FI_EXACT_DIRECTED_RECV directs both unless the latter narrows it,
-	 * and makes the directed kinds refuse FI_ADDR_UNSPEC. */
-	struct lm_match msg, tagged;
-	bool msg_exact, tagged_exact;
-	struct lm_bufpool rx_pool;    /* lm_rdm_rx */
-	struct lm_bufpool unexp_pool; /* lm_rdm_unexp */
-	struct lm_bufpool small_pool; /* eager payloads up to inline_max */
-	size_t rx_count, rx_limit;
-	/* Eager payloads held for unexpected messages, and the most held
-	 * before the endpoint stops reading its link (the senders then see
-	 * -FI_EAGAIN once the transport's own buffers are full). */
-	size_t unexp_bytes, unexp_max;
+	/* Where its receives are posted and its messages matched: its own
+	 * (own_rxc), or a shared receive context's. */
+	struct lm_rdm_rxc *rxc;
+	struct lm_rdm_rxc own_rxc;
+	struct lm_list rxc_node; /* in rxc->members */
+	struct lm_rdm_stx *stx;  /* a shared transmit context bound, or NULL */
 	size_t npeers; /* in ep->peers: each may have LM_EAGER_CREDIT held */
 
 	/* Control packets (FIN, ACK, CTS, responses) the link refused. */
@@ -594,7 +660,12 @@ struct lm_rdm_ep {
 	 * cleared by whatever queues): progress without a packet to read may
 	 * skip the lock. */
 	atomic_bool quiet;
-	struct lm_lock lock;
+	/* The endpoint's lock: own_lock, or, once it is bound to a shared
+	 * context, the domain's ctx_lock that every endpoint sharing a
+	 * context of the domain takes (one lock order, and a context's
+	 * lists are never touched under two locks). */
+	struct lm_lock *lock;
+	struct lm_lock own_lock;
 	char *name; /* address set with fi_setname before the link opened */
 	const struct lm_rdm_ep_ext *ext; /* what the provider adds, or NULL */
 	void *prov;                      /* the provider's own state for it */
@@ -827,9 +898,9 @@ static LM_HOT_INLINE ssize_t lm_rdm_op_enter(struct lm_rdm_ep *ep, const struct 
 		return -FI_EINVAL;
 	if (flags & LM_BAD_OP_FLAGS)
 		return -FI_EBADFLAGS;
-	lm_lock_acquire(&ep->lock);
+	lm_lock_acquire(ep->lock);
 	if (!ep->enabled) {
-		lm_lock_release(&ep->lock);
+		lm_lock_release(ep->lock);
 		return -FI_EOPBADSTATE;
 	}
 	return 0;
@@ -893,10 +964,16 @@ ssize_t lm_rdm_trecvv(struct fid_ep *fid, const struct iovec *iov, void **desc,
                       void *context);
 ssize_t lm_rdm_trecvmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg,
                         uint64_t flags);
+/* A receive posted to a shared receive context (msg->tag and ignore
+ * unused unless tagged). */
+ssize_t lm_rdm_srx_post(struct lm_rdm_rxc *rxc, const struct fi_msg_tagged *msg,
+                        uint64_t flags, bool tagged);
 /* lm_link_attr.recv: every packet from a link. */
 void lm_rdm_recv_pkt(void *arg, const void *src_addr, const void *hdr,
                      const void *payload, size_t payload_len);
-ssize_t lm_rdm_cancel(struct lm_rdm_ep *ep, void *context);
+/* fi_cancel of a receive queued in rxc; its error completion goes to ep's
+ * CQ (NULL: a shared context none of whose endpoints is enabled). */
+ssize_t lm_rdm_cancel(struct lm_rdm_rxc *rxc, struct lm_rdm_ep *ep, void *context);
 void lm_rdm_unexp_free(struct lm_rdm_ep *ep, struct lm_rdm_unexp *x);
 void lm_rdm_rx_free(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx);
 /* A posted receive (out of its match list) ends with err (positive): its

@@ -41,10 +41,15 @@ void lm_rdm_rx_report(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx, size_t msg_len
 	rx_report(ep, rx, msg_len, data, tag, src, extra);
 }
 
+static void rxc_rx_free(struct lm_rdm_rxc *rxc, struct lm_rdm_rx *rx)
+{
+	rxc->rx_count--;
+	lm_bufpool_free(&rxc->rx_pool, rx);
+}
+
 void lm_rdm_rx_free(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx)
 {
-	ep->rx_count--;
-	lm_bufpool_free(&ep->rx_pool, rx);
+	rxc_rx_free(ep->rxc, rx);
 }
 
 void lm_rdm_rx_end(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx, int err)
@@ -62,14 +67,14 @@ void lm_rdm_rx_end(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx, int err)
 
 void lm_rdm_unexp_free(struct lm_rdm_ep *ep, struct lm_rdm_unexp *x)
 {
-	ep->unexp_bytes -= x->buf_len;
+	ep->rxc->unexp_bytes -= x->buf_len;
 	if (x->buf) {
 		if (x->small)
-			lm_bufpool_free(&ep->small_pool, x->buf);
+			lm_bufpool_free(&ep->rxc->small_pool, x->buf);
 		else
 			free(x->buf);
 	}
-	lm_bufpool_free(&ep->unexp_pool, x);
+	lm_bufpool_free(&ep->rxc->unexp_pool, x);
 }
 
 size_t lm_rdm_rx_place(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx, size_t len,
@@ -82,7 +87,7 @@ size_t lm_rdm_rx_place(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx, size_t len,
 		memcpy(iov, e->iov, e->iov_count * sizeof(*iov));
 		return e->iov_count;
 	}
-	iov[0].iov_base = lm_rx_consume(e, len, ep->min_multi_recv, released);
+	iov[0].iov_base = lm_rx_consume(e, len, ep->rxc->min_multi_recv, released);
 	iov[0].iov_len = e->last_len;
 	return 1;
 }
@@ -94,7 +99,7 @@ void lm_rdm_rx_multi_after(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx, bool rele
 		return;
 	rx->released = true;
 	if (queued)
-		lm_match_remove_rx(rx->e.flags & FI_TAGGED ? &ep->tagged : &ep->msg,
+		lm_match_remove_rx(rx->e.flags & FI_TAGGED ? &ep->rxc->tagged : &ep->rxc->msg,
 		                   &rx->e);
 }
 
@@ -152,7 +157,7 @@ static void unexp_store(struct lm_rdm_ep *ep, struct lm_match *m,
                         const struct lm_rdm_arrival *a, const struct lm_rdm_rts *rts,
                         const void *payload, size_t plen)
 {
-	struct lm_rdm_unexp *x = lm_bufpool_alloc(&ep->unexp_pool);
+	struct lm_rdm_unexp *x = lm_bufpool_alloc(&ep->rxc->unexp_pool);
 
 	if (!x) {
 		/* A lost message beats a crash; the pool only fails without
@@ -162,6 +167,7 @@ static void unexp_store(struct lm_rdm_ep *ep, struct lm_match *m,
 		return;
 	}
 	memset(x, 0, sizeof(*x));
+	x->ep = ep;
 	x->peer = a->peer;
 	x->hflags = a->hflags;
 	x->sreq = a->sreq;
@@ -176,19 +182,19 @@ static void unexp_store(struct lm_rdm_ep *ep, struct lm_match *m,
 		x->rndv = true;
 		x->rts = *rts;
 	} else if (plen) {
-		if (plen <= ep->small_pool.elem_size)
-			x->buf = lm_bufpool_alloc(&ep->small_pool);
+		if (plen <= ep->rxc->small_pool.elem_size)
+			x->buf = lm_bufpool_alloc(&ep->rxc->small_pool);
 		x->small = x->buf != NULL;
 		if (!x->buf)
 			x->buf = malloc(plen);
 		if (!x->buf) {
-			lm_bufpool_free(&ep->unexp_pool, x);
+			lm_bufpool_free(&ep->rxc->unexp_pool, x);
 			lm_rdm_credit_owe(ep, a->peer, plen);
 			return;
 		}
 		memcpy(x->buf, payload, plen);
 		x->buf_len = plen;
-		ep->unexp_bytes += plen;
+		ep->rxc->unexp_bytes += plen;
 	}
 	lm_match_add_unexp(m, &x->u);
 }
@@ -200,7 +206,7 @@ static LM_HOT_INLINE void msg_recv(struct lm_rdm_ep *ep, struct lm_rdm_peer *pee
                                    const struct lm_rdm_hdr *h, const void *payload,
                                    size_t plen)
 {
-	struct lm_match *m = h->flags & LM_HF_TAGGED ? &ep->tagged : &ep->msg;
+	struct lm_match *m = h->flags & LM_HF_TAGGED ? &ep->rxc->tagged : &ep->rxc->msg;
 	fi_addr_t src = lm_rdm_peer_fiaddr(ep, peer);
 	struct lm_rx_entry *e;
 	struct lm_rdm_rts rts;
@@ -311,10 +317,12 @@ void lm_rdm_recv_pkt(void *arg, const void *src_addr, const void *hdr,
 }
 
 /* A queued message taken by a receive (post or claim), or discarded (rx
- * NULL). */
-static void deliver_unexp(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx,
-                          struct lm_rdm_unexp *x, bool queued)
+ * NULL): on the endpoint it came to, whose link and CQ it uses (in a
+ * shared receive context, not always the one the receive was posted
+ * through). */
+static void deliver_unexp(struct lm_rdm_rx *rx, struct lm_rdm_unexp *x, bool queued)
 {
+	struct lm_rdm_ep *ep = x->ep;
 	struct lm_rdm_arrival a = {.rx = rx,
 	                           .peer = x->peer,
 	                           .src = x->u.src,
@@ -341,14 +349,34 @@ static void deliver_unexp(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx,
 
 /* ---- posting receives --------------------------------------------------- */
 
-static ssize_t peek(struct lm_rdm_ep *ep, struct lm_match *m,
+/* Progress on every endpoint whose messages rxc matches: its own
+ * endpoint, or each enabled member of a shared context. */
+static void rxc_progress(struct lm_rdm_rxc *rxc, struct lm_rdm_ep *ep)
+{
+	struct lm_list *it;
+
+	if (!rxc->shared) {
+		lm_rdm_progress_locked(ep);
+		return;
+	}
+	lm_list_foreach(&rxc->members, it)
+	{
+		struct lm_rdm_ep *m = lm_list_entry(it, struct lm_rdm_ep, rxc_node);
+
+		if (m->enabled)
+			lm_rdm_progress_locked(m);
+	}
+}
+
+/* FI_PEEK; ep speaks for rxc (reports what no message names). */
+static ssize_t peek(struct lm_rdm_rxc *rxc, struct lm_rdm_ep *ep, struct lm_match *m,
                     const struct fi_msg_tagged *msg, uint64_t flags)
 {
 	struct lm_unexp_entry *u;
 	struct lm_rdm_unexp *x;
 	uint64_t cflags;
 
-	lm_rdm_progress_locked(ep);
+	rxc_progress(rxc, ep);
 	u = lm_match_peek(m, msg->addr, msg->tag, msg->ignore);
 	if (!u) {
 		struct fi_cq_err_entry e = {.op_context = msg->context,
@@ -363,23 +391,26 @@ static ssize_t peek(struct lm_rdm_ep *ep, struct lm_match *m,
 	}
 	x = u->payload;
 	cflags = FI_RECV | FI_TAGGED | (u->flags & FI_REMOTE_CQ_DATA);
-	if (ep->rx_cq)
-		lm_cq_write(ep->rx_cq, msg->context, cflags, u->len, NULL, u->data,
+	if (x->ep->rx_cq)
+		lm_cq_write(x->ep->rx_cq, msg->context, cflags, u->len, NULL, u->data,
 		            u->tag, u->src);
 	if (flags & FI_DISCARD) {
 		lm_match_remove_unexp(m, u);
-		deliver_unexp(ep, NULL, x, false);
+		deliver_unexp(NULL, x, false);
 	} else if (flags & FI_CLAIM) {
 		lm_match_claim(m, u, msg->context);
 	}
 	return 0;
 }
 
-/* The source a receive matches: any, unless the endpoint directs
+/* The source a receive matches: any, unless the context directs
  * receives of this kind; then one of the AV, or (FI_EXACT_DIRECTED_RECV)
  * nothing but a named one, FI_CLAIM excepted (it takes the message its
- * peek chose). */
-static LM_HOT_INLINE int recv_source(struct lm_rdm_ep *ep, const struct lm_match *m,
+ * peek chose).  ep: the endpoint whose AV names sources (NULL: a shared
+ * context none of whose endpoints is enabled yet, which takes no named
+ * source). */
+static LM_HOT_INLINE int recv_source(const struct lm_rdm_rxc *rxc,
+                                     const struct lm_rdm_ep *ep, const struct lm_match *m,
                                      bool tagged, uint64_t flags, fi_addr_t *src)
 {
 	if (!m->directed) {
@@ -387,26 +418,26 @@ static LM_HOT_INLINE int recv_source(struct lm_rdm_ep *ep, const struct lm_match
 		return 0;
 	}
 	if (*src == FI_ADDR_UNSPEC) {
-		if ((tagged ? ep->tagged_exact : ep->msg_exact) && !(flags & FI_CLAIM))
+		if ((tagged ? rxc->tagged_exact : rxc->msg_exact) && !(flags & FI_CLAIM))
 			return -FI_EINVAL;
 		return 0;
 	}
-	if (!ep->connected && !lm_av_addr(ep->av, *src))
+	if (!ep || (!ep->connected && !lm_av_addr(ep->av, *src)))
 		return -FI_EINVAL;
 	return 0;
 }
 
-/* A new receive (ep->lock held), or NULL when the endpoint has as many as
- * it may.  Field by field: the iov and desc arrays are large and only
- * count entries of them are read; node, bucket and seq are
+/* A new receive (under the context's lock), or NULL when the context has
+ * as many as it may.  Field by field: the iov and desc arrays are large
+ * and only count entries of them are read; node, bucket and seq are
  * lm_match_post's. */
-static LM_HOT_INLINE struct lm_rdm_rx *rx_new(struct lm_rdm_ep *ep,
+static LM_HOT_INLINE struct lm_rdm_rx *rx_new(struct lm_rdm_rxc *rxc,
                                               const struct iovec *iov, void **desc,
                                               size_t count, size_t total)
 {
 	struct lm_rdm_rx *rx;
 
-	if (ep->rx_count >= ep->rx_limit || !(rx = lm_bufpool_alloc(&ep->rx_pool)))
+	if (rxc->rx_count >= rxc->rx_limit || !(rx = lm_bufpool_alloc(&rxc->rx_pool)))
 		return NULL;
 	lm_list_init(&rx->e.node);
 	rx->e.bucket = NULL;
@@ -415,7 +446,7 @@ static LM_HOT_INLINE struct lm_rdm_rx *rx_new(struct lm_rdm_ep *ep,
 	rx->e.engine = NULL;
 	rx->busy = 0;
 	rx->released = false;
-	ep->rx_count++;
+	rxc->rx_count++;
 	for (size_t i = 0; i < count; i++) {
 		rx->e.iov[i] = lm_iov_recv_entry(iov[i]);
 		rx->e.desc[i] = desc ? desc[i] : NULL;
@@ -427,75 +458,84 @@ static LM_HOT_INLINE struct lm_rdm_rx *rx_new(struct lm_rdm_ep *ep,
 
 /* FI_CLAIM: rx takes (or with FI_DISCARD, drops) the message a peek with
  * the same context claimed. */
-static int post_claim(struct lm_rdm_ep *ep, struct lm_match *m, struct lm_rdm_rx *rx,
+static int post_claim(struct lm_rdm_rxc *rxc, struct lm_match *m, struct lm_rdm_rx *rx,
                       uint64_t flags)
 {
 	struct lm_unexp_entry *u = lm_match_take_claimed(m, rx->e.context);
 	struct lm_rdm_unexp *x;
 
 	if (!u) {
-		lm_rdm_rx_free(ep, rx);
+		rxc_rx_free(rxc, rx);
 		return -FI_EINVAL;
 	}
 	x = u->payload;
 	if (flags & FI_DISCARD) {
-		if (ep->rx_cq)
-			lm_cq_write(ep->rx_cq, rx->e.context, FI_RECV | FI_TAGGED, 0,
+		if (x->ep->rx_cq)
+			lm_cq_write(x->ep->rx_cq, rx->e.context, FI_RECV | FI_TAGGED, 0,
 			            NULL, 0, u->tag, u->src);
-		lm_rdm_rx_free(ep, rx);
-		deliver_unexp(ep, NULL, x, false);
+		rxc_rx_free(rxc, rx);
+		deliver_unexp(NULL, x, false);
 	} else {
 		rx->e.flags &= ~FI_MULTI_RECV;
-		deliver_unexp(ep, rx, x, false);
+		deliver_unexp(rx, x, false);
 	}
 	return 0;
 }
 
 /* A multi-receive buffer takes queued messages while it has room; busy
  * keeps it alive across the deliveries. */
-static void post_multi(struct lm_rdm_ep *ep, struct lm_match *m, struct lm_rdm_rx *rx)
+static void post_multi(struct lm_rdm_rxc *rxc, struct lm_match *m, struct lm_rdm_rx *rx)
 {
 	struct lm_unexp_entry *u;
+	struct lm_rdm_ep *last = NULL;
 
 	rx->busy++;
-	while (!rx->released && (u = lm_match_post(m, &rx->e)))
-		deliver_unexp(ep, rx, u->payload, false);
+	while (!rx->released && (u = lm_match_post(m, &rx->e))) {
+		last = ((struct lm_rdm_unexp *)u->payload)->ep;
+		deliver_unexp(rx, u->payload, false);
+	}
 	if (!--rx->busy && rx->released) {
 		/* Used up by queued messages, whose completions went out
-		 * while busy held it: announce the release on its own. */
-		if (ep->rx_cq)
-			lm_cq_write(ep->rx_cq, rx->e.context, FI_MULTI_RECV, 0, NULL, 0,
+		 * while busy held it: announce the release on its own, where
+		 * the last of them was reported. */
+		if (last && last->rx_cq)
+			lm_cq_write(last->rx_cq, rx->e.context, FI_MULTI_RECV, 0, NULL, 0,
 			            0, FI_ADDR_NOTAVAIL);
-		lm_rdm_rx_free(ep, rx);
+		rxc_rx_free(rxc, rx);
 	}
 }
 
-/* Under ep->lock, a receive call's work once its arguments are checked. */
-static LM_HOT_INLINE ssize_t post_locked(struct lm_rdm_ep *ep, const struct iovec *iov,
-                                         void **desc, size_t count, size_t total,
+/* Under the context's lock, a receive call's work once its arguments are
+ * checked.  ep: the endpoint posting (or, for a shared context, the one
+ * that speaks for it; NULL while none is enabled). */
+static LM_HOT_INLINE ssize_t post_locked(struct lm_rdm_rxc *rxc, struct lm_rdm_ep *ep,
+                                         const struct iovec *iov, void **desc,
+                                         size_t count, size_t total,
                                          const struct fi_msg_tagged *msg, uint64_t flags,
                                          bool tagged)
 {
-	struct lm_match *m = tagged ? &ep->tagged : &ep->msg;
+	struct lm_match *m = tagged ? &rxc->tagged : &rxc->msg;
 	fi_addr_t src = msg->addr;
 	struct lm_unexp_entry *u;
 	struct lm_rdm_rx *rx;
 	int ret;
 
-	if (!ep->enabled)
+	if (!rxc->shared && !ep->enabled)
 		return -FI_EOPBADSTATE;
-	ret = recv_source(ep, m, tagged, flags, &src);
+	ret = recv_source(rxc, ep, m, tagged, flags, &src);
 	if (ret)
 		return ret;
 	if (tagged && (flags & FI_PEEK)) {
 		struct fi_msg_tagged peeked = *msg;
 
+		if (!ep) /* nothing has come, and no CQ would say so */
+			return -FI_EOPBADSTATE;
 		peeked.addr = src;
-		return peek(ep, m, &peeked, flags);
+		return peek(rxc, ep, m, &peeked, flags);
 	}
 	if (tagged && (flags & FI_DISCARD) && !(flags & FI_CLAIM))
 		return -FI_EINVAL;
-	rx = rx_new(ep, iov, desc, count, total);
+	rx = rx_new(rxc, iov, desc, count, total);
 	if (!rx)
 		return -FI_EAGAIN;
 	rx->e.src = src;
@@ -504,14 +544,27 @@ static LM_HOT_INLINE ssize_t post_locked(struct lm_rdm_ep *ep, const struct iove
 	rx->e.flags = flags | (tagged ? FI_TAGGED : FI_MSG);
 	rx->e.context = msg->context;
 	if (tagged && (flags & FI_CLAIM))
-		return post_claim(ep, m, rx, flags);
+		return post_claim(rxc, m, rx, flags);
 	if (flags & FI_MULTI_RECV) {
-		post_multi(ep, m, rx);
+		post_multi(rxc, m, rx);
 		return 0;
 	}
 	u = lm_match_post(m, &rx->e);
 	if (u)
-		deliver_unexp(ep, rx, u->payload, false);
+		deliver_unexp(rx, u->payload, false);
+	return 0;
+}
+
+/* A receive call's checks, before any lock. */
+static LM_HOT_INLINE ssize_t recv_args(const struct iovec *iov, size_t count,
+                                       uint64_t flags, size_t *total)
+{
+	if (!lm_iov_recv_valid(iov, count, total))
+		return -FI_EINVAL;
+	if (flags & LM_BAD_OP_FLAGS)
+		return -FI_EBADFLAGS;
+	if ((flags & FI_MULTI_RECV) && count != 1)
+		return -FI_EINVAL;
 	return 0;
 }
 
@@ -524,17 +577,30 @@ static LM_HOT_INLINE ssize_t post_recv(struct lm_rdm_ep *ep, const struct iovec 
 	struct fi_msg_tagged msg = {
 	    .addr = src, .tag = tag, .ignore = ignore, .context = context};
 	size_t total;
-	ssize_t ret;
+	ssize_t ret = recv_args(iov, count, flags, &total);
 
-	if (!lm_iov_recv_valid(iov, count, &total))
-		return -FI_EINVAL;
-	if (flags & LM_BAD_OP_FLAGS)
-		return -FI_EBADFLAGS;
-	if ((flags & FI_MULTI_RECV) && count != 1)
-		return -FI_EINVAL;
-	lm_lock_acquire(&ep->lock);
-	ret = post_locked(ep, iov, desc, count, total, &msg, flags, tagged);
-	lm_lock_release(&ep->lock);
+	if (ret)
+		return ret;
+	lm_lock_acquire(ep->lock);
+	ret = post_locked(ep->rxc, ep, iov, desc, count, total, &msg, flags, tagged);
+	lm_lock_release(ep->lock);
+	return ret;
+}
+
+ssize_t lm_rdm_srx_post(struct lm_rdm_rxc *rxc, const struct fi_msg_tagged *msg,
+                        uint64_t flags, bool tagged)
+{
+	size_t total;
+	ssize_t ret = recv_args(msg->msg_iov, msg->iov_count, flags, &total);
+
+	if (ret)
+		return ret;
+	lm_lock_acquire(&rxc->dom->ctx_lock);
+	/* Its first enabled endpoint speaks for it: its AV checks directed
+	 * sources, its CQ takes what no message names. */
+	ret = post_locked(rxc, lm_rdm_rxc_voice(rxc), msg->msg_iov, msg->desc,
+	                  msg->iov_count, total, msg, flags, tagged);
+	lm_lock_release(&rxc->dom->ctx_lock);
 	return ret;
 }
 
@@ -600,9 +666,9 @@ ssize_t lm_rdm_trecvmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg,
 
 /* ---- cancel ------------------------------------------------------------------ */
 
-ssize_t lm_rdm_cancel(struct lm_rdm_ep *ep, void *context)
+ssize_t lm_rdm_cancel(struct lm_rdm_rxc *rxc, struct lm_rdm_ep *ep, void *context)
 {
-	struct lm_match *ms[2] = {&ep->msg, &ep->tagged};
+	struct lm_match *ms[2] = {&rxc->msg, &rxc->tagged};
 
 	for (int i = 0; i < 2; i++) {
 		struct lm_rx_entry *e = lm_match_cancel(ms[i], context);
@@ -611,7 +677,14 @@ ssize_t lm_rdm_cancel(struct lm_rdm_ep *ep, void *context)
 		if (!e)
 			continue;
 		rx = lm_container_of(e, struct lm_rdm_rx, e);
-		lm_rdm_rx_end(ep, rx, FI_ECANCELED);
+		if (ep) {
+			lm_rdm_rx_end(ep, rx, FI_ECANCELED);
+		} else {
+			/* A shared context with no endpoint: no CQ to tell. */
+			rx->released = true;
+			if (!rx->busy)
+				rxc_rx_free(rxc, rx);
+		}
 		return 0;
 	}
 	return -FI_ENOENT;

@@ -275,7 +275,7 @@ static ssize_t rma_post(struct lm_rdm_ctx *ctx, bool write, const struct iovec *
 	}
 	ret = lm_rdm_tx_launch(ep, tx, &h);
 out:
-	lm_lock_release(&ep->lock);
+	lm_lock_release(ep->lock);
 	return ret;
 }
 

@@ -430,7 +430,7 @@ static struct lm_rdm_rndv *header_match(struct lm_rdm_ep *ep, struct lm_rdm_peer
                                         const struct lm_rdm_hdr *h,
                                         enum lm_rndv_kind kind)
 {
-	struct lm_match *m = h->flags & LM_HF_TAGGED ? &ep->tagged : &ep->msg;
+	struct lm_match *m = h->flags & LM_HF_TAGGED ? &ep->rxc->tagged : &ep->rxc->msg;
 	struct lm_rdm_arrival a = {.peer = peer,
 	                           .size = h->size,
 	                           .tag = h->tag,

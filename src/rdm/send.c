@@ -220,7 +220,7 @@ static LM_HOT_INLINE ssize_t do_send(struct lm_rdm_ep *ep, const struct iovec *i
 	ret = send_request(ep, peer, &h, iov, count, flags, context, report, eager,
 	                   (flags & FI_INJECT) || inject_call);
 out:
-	lm_lock_release(&ep->lock);
+	lm_lock_release(ep->lock);
 	return ret;
 }
 

@@ -178,9 +178,20 @@ static void check_prov(const char *prov, enum fi_ep_type type)
 	if (mr)
 		TABLE(obj, fi_ops, mr->fid.ops);
 
-	/* Scalable endpoints and shared transmit contexts: none here. */
+	/* Scalable endpoints: none here.  Shared contexts: every slot. */
 	CHECK_INT(fi_scalable_ep(domain, info, &other, NULL), -FI_ENOSYS);
-	CHECK_INT(fi_stx_context(domain, info->tx_attr, &stx, NULL), -FI_ENOSYS);
+	CHECK_INT(fi_stx_context(domain, info->tx_attr, &stx, NULL), 0);
+	if (stx) {
+		TABLE(obj, fi_ops, stx->fid.ops);
+		TABLE(obj, fi_ops_ep, stx->ops);
+		CHECK_INT(fi_close(&stx->fid), 0);
+	}
+	CHECK_INT(fi_srx_context(domain, info->rx_attr, &other, NULL), 0);
+	if (other) {
+		check_ep(obj, other);
+		CHECK_INT(fi_close(&other->fid), 0);
+		other = NULL;
+	}
 
 	CHECK_INT(fi_endpoint(domain, info, &ep, NULL), 0);
 	if (ep) {

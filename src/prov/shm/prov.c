@@ -149,7 +149,7 @@ static int shm_getinfo(uint32_t version, const char *node, const char *service,
 /* ---- fabric and domain --------------------------------------------------- */
 
 static const struct fi_ops_domain shm_domain_ops =
-    LM_RDM_DOMAIN_OPS(lm_rdm_endpoint, lm_domain_no_srx);
+    LM_RDM_DOMAIN_OPS(lm_rdm_endpoint);
 
 static int shm_domain_open(struct fid_fabric *fabric, struct fi_info *info,
                            struct fid_domain **domain, void *context)

@@ -538,7 +538,6 @@ struct tcp_msg {
 	size_t param_len;
 	struct cm_in in;
 	uint64_t start_ms;
-	struct tcp_srx_member srx; /* a shared receive context, if bound */
 	struct lm_lock lock;
 };
 
@@ -588,9 +587,9 @@ static int msg_established(struct tcp_msg *m, int fd)
 	struct epoll_event ev = {.events = EPOLLIN};
 	int ret;
 
-	lm_lock_acquire(&ep->lock);
+	lm_lock_acquire(ep->lock);
 	ret = ep->link ? tcp_link_adopt(ep->link, fd, &m->peer) : -FI_EOPBADSTATE;
-	lm_lock_release(&ep->lock);
+	lm_lock_release(ep->lock);
 	if (!ret)
 		ret = lm_rdm_ep_connected(ep, &m->peer);
 	if (ret)
@@ -667,9 +666,9 @@ static void msg_progress(struct lm_progress *prog)
 		lm_lock_release(&m->lock);
 		lm_rdm_progress(m->ep, false);
 		lm_lock_acquire(&m->lock);
-		lm_lock_acquire(&m->ep->lock);
+		lm_lock_acquire(m->ep->lock);
 		lost = m->ep->link && tcp_link_lost(m->ep->link);
-		lm_lock_release(&m->ep->lock);
+		lm_lock_release(m->ep->lock);
 		if (lost && m->state == MSG_CONNECTED) {
 			m->state = MSG_DOWN;
 			lm_rdm_ep_disconnected(m->ep, FI_ENOTCONN);
@@ -697,8 +696,7 @@ static void msg_lost(struct lm_rdm_ep *ep)
 	lm_lock_release(&m->lock);
 }
 
-/* fi_enable, or the enabling fi_connect and fi_accept do: the engine's,
- * which runs msg_enabled. */
+/* fi_enable, or the enabling fi_connect and fi_accept do: the engine's. */
 static int msg_enable(struct tcp_msg *m)
 {
 	return fi_enable(&m->ep->ctx.ep_fid);
@@ -721,12 +719,6 @@ static int msg_begin(struct tcp_msg *m)
 		return -FI_EOPBADSTATE;
 	}
 	return 0;
-}
-
-/* The shared receive context's hook goes behind the engine's. */
-static void msg_enabled(struct lm_rdm_ep *ep)
-{
-	tcp_srx_enabled(&((struct tcp_msg *)ep->prov)->srx);
 }
 
 static int msg_connect(struct fid_ep *fid, const void *addr, const void *param,
@@ -826,10 +818,10 @@ static int msg_shutdown(struct fid_ep *fid, uint64_t flags)
 		return st == MSG_DOWN ? 0 : -FI_EOPBADSTATE;
 	}
 	m->state = MSG_DOWN;
-	lm_lock_acquire(&m->ep->lock);
+	lm_lock_acquire(m->ep->lock);
 	if (m->ep->link)
 		tcp_link_shutdown(m->ep->link);
-	lm_lock_release(&m->ep->lock);
+	lm_lock_release(m->ep->lock);
 	lm_rdm_ep_disconnected(m->ep, FI_ECANCELED);
 	msg_event(m, FI_SHUTDOWN, NULL, 0);
 	lm_lock_release(&m->lock);
@@ -873,7 +865,6 @@ static void msg_closing(struct lm_rdm_ep *ep)
 		atomic_fetch_sub(&m->eq->ref, 1);
 		m->eq = NULL;
 	}
-	tcp_srx_leave(&m->srx);
 }
 
 static void msg_closed(void *prov)
@@ -887,13 +878,12 @@ static void msg_closed(void *prov)
 	free(m);
 }
 
-/* An EQ, or a shared receive context; 1 for what the engine binds. */
+/* An EQ; 1 for what the engine binds (shared contexts too). */
 static int msg_bind(struct lm_rdm_ep *ep, struct fid *bfid, uint64_t flags)
 {
 	struct tcp_msg *m = ep->prov;
 
-	if (bfid->fclass == FI_CLASS_SRX_CTX)
-		return tcp_srx_bind(&m->srx, m->ep, bfid, flags);
+	(void)flags;
 	if (bfid->fclass != FI_CLASS_EQ)
 		return 1;
 	if (m->eq)
@@ -933,7 +923,6 @@ static const struct fi_ops_cm msg_cm_ops = {
 /* What a connected endpoint adds to the engine's. */
 static const struct lm_rdm_ep_ext msg_ext = {
     .bind = msg_bind,
-    .enabled = msg_enabled,
     .closing = msg_closing,
     .closed = msg_closed,
     .getopt = msg_getopt,

@@ -443,7 +443,6 @@ struct query {
 	union tcp_addr src, dest;
 	bool have_src, have_dest;
 	bool str; /* FI_ADDR_STR: addresses as text */
-	bool srx;
 	int family; /* AF_UNSPEC: either */
 };
 
@@ -453,14 +452,8 @@ static int query_parse(struct query *q, const char *node, const char *service,
                        uint64_t flags, const struct fi_info *hints)
 {
 	uint32_t fmt = hints ? hints->addr_format : FI_FORMAT_UNSPEC;
-	const struct fi_ep_attr *hep = hints ? hints->ep_attr : NULL;
 
 	*q = (struct query){.str = fmt == FI_ADDR_STR, .family = AF_UNSPEC};
-	/* A shared receive context serves FI_EP_MSG endpoints (srx.c); there
-	 * is no shared transmit context, so asking for one as well gets
-	 * nothing. */
-	q->srx = hep && hep->rx_ctx_cnt == FI_SHARED_CONTEXT &&
-	         hep->tx_ctx_cnt != FI_SHARED_CONTEXT;
 	if (fmt == FI_SOCKADDR_IN)
 		q->family = AF_INET;
 	else if (fmt == FI_SOCKADDR_IN6)
@@ -527,9 +520,6 @@ static int iface_infos(uint32_t version, const struct fi_info *hints,
 		mine.in.sin_port = q->src.in.sin_port; /* same place in both */
 	dom.name = f->name;
 	mdom = dom;
-	mdom.max_ep_srx_ctx = mdom.ep_cnt; /* any of its endpoints */
-	if (q->srx)
-		mep.rx_ctx_cnt = FI_SHARED_CONTEXT;
 	mrx.caps &= TCP_MSG_CAPS;
 	msg.caps = TCP_MSG_CAPS;
 	msg.rx_attr = &mrx;
@@ -632,7 +622,7 @@ static bool iface_named(const char *fabric, const char *domain)
 }
 
 static const struct fi_ops_domain tcp_domain_ops =
-    LM_RDM_DOMAIN_OPS(tcp_endpoint, tcp_srx_context);
+    LM_RDM_DOMAIN_OPS(tcp_endpoint);
 
 static int tcp_domain_open(struct fid_fabric *fabric, struct fi_info *info,
                            struct fid_domain **domain, void *context)

@@ -101,26 +101,4 @@ int tcp_passive_ep(struct fid_fabric *fabric, struct fi_info *info, struct fid_p
 int tcp_msg_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep,
                      void *context);
 
-/* Shared receive contexts (srx.c): fi_srx_context, for FI_EP_MSG
- * endpoints.  A connected endpoint's membership of one: */
-struct tcp_srx;
-struct tcp_srx_member {
-	struct tcp_srx *srx; /* NULL: the endpoint has its own receives only */
-	struct lm_rdm_ep *ep;
-	struct lm_list node;     /* the context's members */
-	struct lm_progress hook; /* on the endpoint's receive CQ (or counter) */
-	struct lm_cq *cq;
-	struct lm_cntr *cntr;
-};
-
-int tcp_srx_context(struct fid_domain *domain, struct fi_rx_attr *attr,
-                    struct fid_ep **rx_ep, void *context);
-/* fi_ep_bind of an srx to the endpoint ep (before fi_enable); then, once
- * the engine enabled ep, tcp_srx_enabled; tcp_srx_leave before ep closes.
- * A zeroed member with no srx makes the last two no-ops. */
-int tcp_srx_bind(struct tcp_srx_member *mb, struct lm_rdm_ep *ep, struct fid *srx,
-                 uint64_t flags);
-void tcp_srx_enabled(struct tcp_srx_member *mb);
-void tcp_srx_leave(struct tcp_srx_member *mb);
-
 #endif
