@@ -520,6 +520,9 @@ int lm_rdm_srx_context(struct fid_domain *domain, struct fi_rx_attr *attr,
 		a.iov_limit = LM_IOV_LIMIT;
 	if (!a.total_buffered_recv)
 		a.total_buffered_recv = dflt->total_buffered_recv;
+	/* Before API 2.0 that bit is FI_VARIABLE_MSG, never offered here. */
+	if (dom->util.fabric->fabric_fid.api_version < FI_VERSION(2, 0))
+		a.caps &= ~FI_EXACT_DIRECTED_RECV;
 	rxc = calloc(1, sizeof(*rxc));
 	if (!rxc)
 		return -FI_ENOMEM;
