@@ -249,10 +249,11 @@ static ssize_t atomic_post(struct lm_rdm_ctx *ctx, enum lm_atomic_kind kind,
 		ret = -FI_EOPBADSTATE;
 		goto out;
 	}
-	tx = lm_rdm_tx_begin(ep, a->dest, a->flags, a->context, a->inject_call, &ret);
+	tx = lm_rdm_tx_begin(ep, ctx->txrep, a->dest, a->flags, a->context, a->inject_call,
+	                     &ret);
 	if (!tx)
 		goto out;
-	tx->cntr = ep->cntr[kind == LM_ATOMIC_BASE ? LM_CNTR_WRITE : LM_CNTR_READ];
+	tx->cntr = ctx->txrep->cntr[kind == LM_ATOMIC_BASE ? LM_CNTR_WRITE : LM_CNTR_READ];
 	tx->cq_flags = FI_ATOMIC | (kind == LM_ATOMIC_BASE ? FI_WRITE : FI_READ);
 	tx->len = pl.bytes;
 	tx->op = LM_OP_ATOMIC;

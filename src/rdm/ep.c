@@ -225,37 +225,38 @@ static void peers_free(struct lm_rdm_ep *ep)
 
 /* ---- progress hooks ------------------------------------------------------- */
 
-/* The CQs and counters to hook (under ep->lock, at enable). */
-static void hooks_prepare(struct lm_rdm_ep *ep)
+size_t lm_rdm_hooks_prepare(struct lm_rdm_hook *hooks, const struct lm_rdm_report *const *reps,
+                            size_t nreps)
 {
-	struct lm_cq *cqs[2] = {ep->tx_cq, ep->rx_cq};
+	size_t n = 0;
 
-	for (int i = 0; i < 2; i++) {
-		if (!cqs[i] || (i == 1 && cqs[1] == cqs[0]))
-			continue;
-		ep->hooks[ep->nhooks].cq = cqs[i];
-		ep->nhooks++;
-	}
-	for (int i = 0; i < LM_CNTR_MAX; i++) {
-		bool dup = false;
+	for (size_t r = 0; r < nreps; r++) {
+		struct lm_cq *cq = reps[r]->cq;
+		bool dup = !cq;
 
-		if (!ep->cntr[i])
-			continue;
-		for (int j = 0; j < i; j++)
-			dup |= ep->cntr[j] == ep->cntr[i];
-		if (dup)
-			continue;
-		ep->hooks[ep->nhooks].cntr = ep->cntr[i];
-		ep->nhooks++;
+		for (size_t k = 0; k < n && !dup; k++)
+			dup = hooks[k].cq == cq;
+		if (!dup)
+			hooks[n++] = (struct lm_rdm_hook){.cq = cq};
 	}
+	for (size_t r = 0; r < nreps; r++) {
+		for (int i = 0; i < LM_CNTR_MAX; i++) {
+			struct lm_cntr *c = reps[r]->cntr[i];
+			bool dup = !c;
+
+			for (size_t k = 0; k < n && !dup; k++)
+				dup = hooks[k].cntr == c;
+			if (!dup)
+				hooks[n++] = (struct lm_rdm_hook){.cntr = c};
+		}
+	}
+	return n;
 }
 
-/* Register the hooks: outside ep->lock, because a CQ's progress runs its
- * hooks under its own lock and they take ep->lock (one lock order). */
-static void hooks_add(struct lm_rdm_ep *ep)
+void lm_rdm_hooks_add(struct lm_rdm_ep *ep, struct lm_rdm_hook *hooks, size_t n)
 {
-	for (size_t i = 0; i < ep->nhooks; i++) {
-		struct lm_rdm_hook *h = &ep->hooks[i];
+	for (size_t i = 0; i < n; i++) {
+		struct lm_rdm_hook *h = &hooks[i];
 
 		h->ep = ep;
 		h->p.run = lm_rdm_hook_run;
@@ -268,22 +269,44 @@ static void hooks_add(struct lm_rdm_ep *ep)
 	}
 }
 
-static void hooks_del(struct lm_rdm_ep *ep)
+void lm_rdm_hooks_del(struct lm_rdm_hook *hooks, size_t n)
 {
-	for (size_t i = 0; i < ep->nhooks; i++) {
-		struct lm_rdm_hook *h = &ep->hooks[i];
+	for (size_t i = 0; i < n; i++) {
+		struct lm_rdm_hook *h = &hooks[i];
 
 		if (h->cq)
 			lm_cq_del_progress(h->cq, &h->p);
 		else
 			lm_cntr_del_progress(h->cntr, &h->p);
 	}
-	ep->nhooks = 0;
+}
+
+/* The reports a plain endpoint's completions go to, from its bindings
+ * (under ep->lock, at enable); and the hooks on them. */
+static void reports_prepare(struct lm_rdm_ep *ep)
+{
+	const struct lm_rdm_report *reps[2] = {&ep->txrep, &ep->own_rxc.rep};
+	struct lm_rdm_report remote = {0};
+	const struct lm_rdm_report *all[3] = {reps[0], reps[1], &remote};
+
+	ep->txrep.cq = ep->tx_cq;
+	ep->txrep.selective = ep->tx_selective;
+	ep->own_rxc.rep.cq = ep->rx_cq;
+	ep->own_rxc.rep.selective = ep->rx_selective;
+	for (int i = 0; i < LM_CNTR_MAX; i++) {
+		if (i == LM_CNTR_SEND || i == LM_CNTR_READ || i == LM_CNTR_WRITE)
+			ep->txrep.cntr[i] = ep->cntr[i];
+		else if (i == LM_CNTR_RECV)
+			ep->own_rxc.rep.cntr[i] = ep->cntr[i];
+		else
+			remote.cntr[i] = ep->cntr[i];
+	}
+	ep->nhooks = lm_rdm_hooks_prepare(ep->hooks, all, 3);
 }
 
 /* ---- bind / enable / close --------------------------------------------- */
 
-static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+int lm_rdm_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
 	struct lm_rdm_ctx *ctx = lm_container_of(fid, struct lm_rdm_ctx, ep_fid.fid);
 	struct lm_rdm_ep *ep = ctx->ep;
@@ -396,17 +419,20 @@ static bool ep_reports(const struct lm_rdm_ep *ep)
 	return !rx || ep->rx_cq || ep->cntr[LM_CNTR_RECV];
 }
 
-/* Under ep->lock: 1 when newly enabled (the caller then adds the hooks,
- * outside the lock), 0 when it already was, or a negative error. */
-static int ep_enable(struct lm_rdm_ep *ep)
+int lm_rdm_ep_enable(struct lm_rdm_ep *ep)
 {
 	if (ep->enabled)
 		return 0;
 	if (!ep->av && !ep->connected)
 		return -FI_ENOAV;
-	if (!ep_reports(ep))
-		return -FI_ENOCQ;
-	hooks_prepare(ep);
+	/* A scalable endpoint reports through its contexts. */
+	if (!ep->ntx && !ep->nrx) {
+		if (!ep_reports(ep))
+			return -FI_ENOCQ;
+		reports_prepare(ep);
+	}
+	if (ep->av && ep->av->idx_mask != UINT64_MAX)
+		ep->rx_shift = (unsigned)(64 - __builtin_popcountll(~ep->av->idx_mask));
 	ep->enabled = true;
 	return 1; /* the caller adds the hooks */
 }
@@ -431,6 +457,8 @@ static void ep_free(struct lm_rdm_ep *ep)
 	free(ep->tx);
 	free(ep->tx_free);
 	free(ep->rndv);
+	free(ep->txc);
+	free(ep->rxcs);
 	if (!ep->link)
 		lm_rdm_rxc_fini(&ep->own_rxc);
 	lm_bufpool_fini(&ep->ctl_pool);
@@ -441,7 +469,7 @@ static void ep_free(struct lm_rdm_ep *ep)
 	free(ep);
 }
 
-static int ep_close(struct fid *fid)
+int lm_rdm_ep_close(struct fid *fid)
 {
 	struct lm_rdm_ctx *ctx = lm_container_of(fid, struct lm_rdm_ctx, ep_fid.fid);
 	struct lm_rdm_ep *ep = ctx->ep;
@@ -459,7 +487,8 @@ static int ep_close(struct fid *fid)
 	if (ext && ext->closing)
 		ext->closing(ep);
 	lm_rdm_linger(ep);
-	hooks_del(ep);
+	lm_rdm_hooks_del(ep->hooks, ep->nhooks);
+	ep->nhooks = 0;
 	lm_rdm_ep_leave_rxc(ep);
 	if (ep->stx)
 		atomic_fetch_sub(&ep->stx->ref, 1);
@@ -514,10 +543,10 @@ static int ep_control(struct fid *fid, int command, void *arg)
 	switch (command) {
 	case FI_ENABLE:
 		lm_lock_acquire(ctx->ep->lock);
-		ret = ep_enable(ctx->ep);
+		ret = lm_rdm_ep_enable(ctx->ep);
 		lm_lock_release(ctx->ep->lock);
 		if (ret == 1) {
-			hooks_add(ctx->ep);
+			lm_rdm_hooks_add(ctx->ep, ctx->ep->hooks, ctx->ep->nhooks);
 			ret = 0;
 		}
 		if (!ret && !ctx->alias && ctx->ep->ext && ctx->ep->ext->enabled)
@@ -558,8 +587,8 @@ static int ep_control(struct fid *fid, int command, void *arg)
 
 static const struct fi_ops ep_fid_ops = {
     .size = sizeof(struct fi_ops),
-    .close = ep_close,
-    .bind = ep_bind,
+    .close = lm_rdm_ep_close,
+    .bind = lm_rdm_ep_bind,
     .control = ep_control,
     .ops_open = lm_fid_no_ops_open,
 };
@@ -894,6 +923,7 @@ static void ep_fids(struct lm_rdm_ep *ep, const struct lm_rdm_ep_ext *ext, void 
                     void *context)
 {
 	ep->ctx.ep = ep;
+	ep->ctx.txrep = &ep->txrep;
 	ep->ctx.ep_fid.fid.fclass = FI_CLASS_EP;
 	ep->ctx.ep_fid.fid.context = context;
 	ep->ctx.ep_fid.fid.ops = (struct fi_ops *)&ep_fid_ops;

@@ -44,14 +44,16 @@ struct lm_rdm_tx *lm_rdm_tx_alloc(struct lm_rdm_ep *ep)
 	tx->result = NULL;
 	tx->result_len = 0;
 	tx->cntr = NULL;
+	tx->rep = NULL;
 	tx->report = false;
 	tx->fence = false;
 	lm_list_init(&tx->node);
 	return tx;
 }
 
-struct lm_rdm_tx *lm_rdm_tx_begin(struct lm_rdm_ep *ep, fi_addr_t dest, uint64_t flags,
-                                  void *context, bool inject_call, ssize_t *err)
+struct lm_rdm_tx *lm_rdm_tx_begin(struct lm_rdm_ep *ep, const struct lm_rdm_report *rep,
+                                  fi_addr_t dest, uint64_t flags, void *context,
+                                  bool inject_call, ssize_t *err)
 {
 	struct lm_rdm_peer *peer = lm_rdm_peer_by_fiaddr(ep, dest);
 	struct lm_rdm_tx *tx;
@@ -70,7 +72,8 @@ struct lm_rdm_tx *lm_rdm_tx_begin(struct lm_rdm_ep *ep, fi_addr_t dest, uint64_t
 	}
 	tx->peer = peer;
 	tx->context = context;
-	tx->report = lm_rdm_tx_reports(ep, flags, inject_call);
+	tx->report = lm_rdm_tx_reports(rep, flags, inject_call);
+	tx->rep = rep;
 	tx->fence = flags & FI_FENCE;
 	return tx;
 }
@@ -148,9 +151,7 @@ void lm_rdm_report_tx(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx, int err)
 {
 	if (err == FI_EIO && ep->connected)
 		err = FI_ENOTCONN; /* the one peer of a connection is gone */
-	struct lm_cq *cq = (tx->cq_flags & (FI_SEND)) || !(tx->cq_flags & FI_RECV)
-	                       ? ep->tx_cq
-	                       : ep->rx_cq;
+	struct lm_cq *cq = tx->rep ? tx->rep->cq : NULL;
 
 	if (!tx->cq_flags)
 		return; /* the engine's own (a target streaming READ_RESP) */
@@ -294,6 +295,9 @@ static void conn_end(struct lm_rdm_ep *ep)
 		ep->msg_peer->dead = true;
 		lm_rdm_fail_peer(ep, ep->msg_peer, ep->conn_err);
 	}
+	/* A shared receive context's receives serve its other endpoints. */
+	if (ep->rxc->shared)
+		return;
 	for (struct lm_match *m = &ep->rxc->msg; m; m = m == &ep->rxc->msg ? &ep->rxc->tagged : NULL)
 		while ((e = lm_match_pop_posted(m)))
 			lm_rdm_rx_end(ep, lm_container_of(e, struct lm_rdm_rx, e), ep->conn_err);
@@ -929,6 +933,15 @@ static bool others_sleepy(const struct lm_rdm_ep *ep)
 	for (size_t i = 0; i < ep->nhooks; i++)
 		if (hook_sleepy(&ep->hooks[i]))
 			return true;
+	/* A scalable endpoint's: its contexts'. */
+	for (size_t c = 0; c < ep->ntx; c++)
+		for (size_t i = 0; ep->txc[c] && i < ep->txc[c]->nhooks; i++)
+			if (hook_sleepy(&ep->txc[c]->hooks[i]))
+				return true;
+	for (size_t c = 0; c < ep->nrx; c++)
+		for (size_t i = 0; ep->rxcs[c] && i < ep->rxcs[c]->nhooks; i++)
+			if (hook_sleepy(&ep->rxcs[c]->hooks[i]))
+				return true;
 	return false;
 }
 

@@ -23,7 +23,7 @@
  *   | sreq   : sender's request handle (echoed in CTS/FIN/ACK/RESP) | 32
  *   | rreq   : receiver's request handle (CTS, DATA); status (FIN)  | 40
  *   | addr   : RMA target address; DATA: byte offset               | 48
- *   | key    : RMA/atomic key                                       | 56
+ *   | key    : RMA/atomic key; EAGER, RTS: receive context index  | 56
  *   +---------------------------------------------------------------+
  *
  * Message protocols (S = sender, R = receiver):
@@ -77,7 +77,10 @@
  * length exactly 8 + 16 * count bytes (struct lm_rdm_rts). */
 /* The header's version byte.  There is no negotiation: a packet of
  * another version is dropped, so any change to the header, the ops, the
- * flags or the protocols above takes a new number. */
+ * flags or the protocols above takes a new number.  (A message's key,
+ * the receive context of a scalable endpoint it is for (fi_rx_addr), was
+ * always 0 before; an endpoint with one context ignores it, so it needed
+ * none.) */
 #define LM_RDM_WIRE_VERSION 5
 /* Eager bytes a sender may have unconsumed at one peer.  Large enough for
  * many eager messages (the links' eager sizes are 4 to 64 KiB) to be in
@@ -228,6 +231,10 @@ static inline size_t lm_rdm_rts_len(const struct lm_rdm_rts *rts)
 #define LM_RDM_UNEXP_MAX    ((size_t)64 << 20)
 #define LM_RDM_MAX_MSG_SIZE ((size_t)1 << 62)
 
+/* Contexts of each direction a scalable endpoint may have: a thread each
+ * for the cores of large nodes; the receive index travels in 64 bits. */
+#define LM_RDM_SEP_MAX_CTX 64
+
 /* Bytes of a peer's printable address an error entry carries as err_data
  * (and the domain's max_err_data): well above the longest address text
  * of any link (tcp's IPv6 form, some 70 bytes). */
@@ -249,7 +256,8 @@ static inline size_t lm_rdm_rts_len(const struct lm_rdm_rts *rts)
 	.mr_mode = LM_MR_PREFERRED | FI_MR_VIRT_ADDR | FI_MR_PROV_KEY,                   \
 	.mr_key_size = sizeof(uint64_t), .cq_data_size = sizeof(uint64_t),               \
 	.cq_cnt = 1024, .ep_cnt = 256, .tx_ctx_cnt = 256, .rx_ctx_cnt = 256,             \
-	.max_ep_tx_ctx = 1, .max_ep_rx_ctx = 1, .max_ep_stx_ctx = 256,                   \
+	.max_ep_tx_ctx = LM_RDM_SEP_MAX_CTX, .max_ep_rx_ctx = LM_RDM_SEP_MAX_CTX,       \
+	.max_ep_stx_ctx = 256,                                                           \
 	.max_ep_srx_ctx = 256, .mr_iov_limit = LM_IOV_LIMIT,                              \
 	.mr_cnt = 1 << 16, .cntr_cnt = 1024, .max_err_data = LM_ERR_DATA_MAX
 
@@ -288,7 +296,7 @@ int lm_rdm_domain_open(struct fid_fabric *fabric, const struct fi_info *info,
 	{                                                                                \
 		.size = sizeof(struct fi_ops_domain), .av_open = lm_av_open,             \
 		.cq_open = lm_cq_open, .endpoint = (endpoint_fn),                        \
-		.scalable_ep = lm_domain_no_scalable_ep, .cntr_open = lm_cntr_open,      \
+		.scalable_ep = lm_rdm_scalable_ep, .cntr_open = lm_cntr_open,           \
 		.poll_open = lm_poll_open, .stx_ctx = lm_rdm_stx_context,                \
 		.srx_ctx = lm_rdm_srx_context, .query_atomic = lm_rdm_query_atomic,      \
 		.query_collective = lm_domain_no_query_collective,                       \
@@ -345,6 +353,7 @@ struct lm_rdm_tx {
 	bool report;       /* write a CQ entry on success */
 	bool fence;        /* FI_FENCE: starts once earlier requests to peer ended */
 	void *context;
+	const struct lm_rdm_report *rep; /* its context's, for its CQ (NULL: none) */
 	struct lm_cntr *cntr; /* incremented on completion */
 	struct iovec iov[LM_IOV_LIMIT];
 	size_t iov_count;
@@ -362,6 +371,7 @@ struct lm_rdm_tx {
 /* A posted receive: util's entry plus the engine's. */
 struct lm_rdm_rx {
 	struct lm_rx_entry e;
+	struct lm_rdm_rxc *rxc; /* the context it was posted to */
 	size_t busy; /* rendezvous placements into this buffer still running */
 	bool released;
 };
@@ -467,7 +477,8 @@ struct lm_rdm_arrival {
 /* Payload kept for an unexpected message. */
 struct lm_rdm_unexp {
 	struct lm_unexp_entry u;
-	struct lm_rdm_ep *ep; /* the endpoint it came to */
+	struct lm_rdm_ep *ep;   /* the endpoint it came to */
+	struct lm_rdm_rxc *rxc; /* the context it waits in */
 	struct lm_rdm_peer *peer;
 	uint16_t hflags;
 	uint64_t sreq;
@@ -489,6 +500,34 @@ struct lm_rdm_ctl {
 
 struct lm_rdm_ep;
 struct lm_rdm_ep_ext;
+
+enum {
+	LM_CNTR_SEND,
+	LM_CNTR_RECV,
+	LM_CNTR_READ,
+	LM_CNTR_WRITE,
+	LM_CNTR_RREAD,
+	LM_CNTR_RWRITE,
+	LM_CNTR_MAX
+};
+
+struct lm_rdm_hook {
+	struct lm_progress p;
+	struct lm_rdm_ep *ep;
+	struct lm_cq *cq; /* exactly one of cq / cntr */
+	struct lm_cntr *cntr;
+};
+
+/* Where one side's completions go: a CQ (all of them, or with
+ * FI_SELECTIVE_COMPLETION those asked for) and counters by kind (a
+ * transmit side's SEND, READ, WRITE; a receive side's RECV).  A plain
+ * endpoint's are filled from its bindings when it is enabled; a scalable
+ * endpoint's contexts have their own. */
+struct lm_rdm_report {
+	struct lm_cq *cq;
+	bool selective;
+	struct lm_cntr *cntr[LM_CNTR_MAX];
+};
 
 /* ---- receive and transmit contexts ----------------------------------------
  * A receive context: the posted and unexpected lists with their pools.
@@ -524,6 +563,15 @@ struct lm_rdm_rxc {
 	size_t min_multi_recv;
 	uint64_t caps, op_flags;
 	struct lm_list members; /* shared: the endpoints bound (rxc_node) */
+	/* Not shared: where what it receives is reported.  A shared one's
+	 * go to the endpoint a message came to (its own_rxc.rep). */
+	struct lm_rdm_report rep;
+	/* A scalable endpoint's receive context: the endpoint, whether the
+	 * context is enabled, and the progress hooks on its CQ and counter. */
+	struct lm_rdm_ep *sep;
+	bool enabled;
+	struct lm_rdm_hook hooks[2];
+	size_t nhooks;
 };
 
 /* A shared transmit context (fi_stx_context): operations are still posted
@@ -546,6 +594,11 @@ void lm_rdm_rxc_fini(struct lm_rdm_rxc *rxc);
  * that found nothing, a cancel): ep itself, or a shared context's first
  * enabled member; NULL when it has none. */
 struct lm_rdm_ep *lm_rdm_rxc_voice(struct lm_rdm_rxc *rxc);
+/* The tables of a receive context's own fid (a shared one's, a scalable
+ * endpoint's): receives and their cancel, no sends. */
+extern const struct fi_ops_msg lm_rdm_rxc_msg_ops;
+extern const struct fi_ops_tagged lm_rdm_rxc_tagged_ops;
+extern const struct fi_ops_ep lm_rdm_rxc_ep_ops;
 int lm_rdm_srx_context(struct fid_domain *domain, struct fi_rx_attr *attr,
                        struct fid_ep **rx_ep, void *context);
 int lm_rdm_stx_context(struct fid_domain *domain, struct fi_tx_attr *attr,
@@ -569,23 +622,20 @@ struct lm_rdm_ctx {
 	struct lm_rdm_ep *ep;
 	uint64_t tx_flags, rx_flags; /* op_flags applied to the non-msg calls */
 	bool alias;
+	/* Where its operations report: the endpoint's txrep, or a scalable
+	 * endpoint's transmit context's own. */
+	struct lm_rdm_report *txrep;
 };
 
-enum {
-	LM_CNTR_SEND,
-	LM_CNTR_RECV,
-	LM_CNTR_READ,
-	LM_CNTR_WRITE,
-	LM_CNTR_RREAD,
-	LM_CNTR_RWRITE,
-	LM_CNTR_MAX
-};
-
-struct lm_rdm_hook {
-	struct lm_progress p;
-	struct lm_rdm_ep *ep;
-	struct lm_cq *cq; /* exactly one of cq / cntr */
-	struct lm_cntr *cntr;
+/* A scalable endpoint's transmit context: its operations go out through
+ * the endpoint's link and peers and report to the context's CQ and
+ * counters. */
+struct lm_rdm_txc {
+	struct lm_rdm_ctx ctx;
+	struct lm_rdm_report rep;
+	bool enabled;
+	struct lm_rdm_hook hooks[1 + LM_CNTR_MAX];
+	size_t nhooks;
 };
 
 struct lm_rdm_ep {
@@ -596,12 +646,25 @@ struct lm_rdm_ep {
 	bool enabled;
 	atomic_int ref; /* aliases */
 
+	/* What fi_ep_bind bound; reported through txrep and own_rxc.rep,
+	 * filled from these at enable. */
 	struct lm_cq *tx_cq, *rx_cq;
 	bool tx_selective, rx_selective;
 	struct lm_cntr *cntr[LM_CNTR_MAX];
+	struct lm_rdm_report txrep;
 	struct lm_av *av;
+	/* On every CQ and counter it reports to (a scalable endpoint's
+	 * contexts have their own). */
 	struct lm_rdm_hook hooks[2 + LM_CNTR_MAX];
 	size_t nhooks;
+	/* A scalable endpoint (fi_scalable_ep): its contexts, made by
+	 * fi_tx_context / fi_rx_context; ntx == nrx == 0 for any other.
+	 * rx_shift: 64 - the AV's rx_ctx_bits (0: none), where the receive
+	 * context index of an fi_addr (fi_rx_addr) starts. */
+	size_t ntx, nrx;
+	struct lm_rdm_txc **txc;
+	struct lm_rdm_rxc **rxcs;
+	unsigned rx_shift;
 
 	struct lm_link *link;
 	size_t eager_max;
@@ -702,6 +765,25 @@ struct lm_rdm_ep_ext {
 };
 
 /* ep.c */
+/* fi_ep_bind, fi_close of an engine endpoint (a scalable one's too). */
+int lm_rdm_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
+int lm_rdm_ep_close(struct fid *fid);
+/* Under ep->lock: 1 when newly enabled (the caller then adds the hooks,
+ * outside the lock), 0 when it already was, or a negative error. */
+int lm_rdm_ep_enable(struct lm_rdm_ep *ep);
+/* Hooks on each distinct CQ and counter of reps (hooks has room for
+ * all): how many.  Added and removed outside ep->lock, because a CQ's
+ * progress runs its hooks under its own lock and they take ep->lock. */
+size_t lm_rdm_hooks_prepare(struct lm_rdm_hook *hooks, const struct lm_rdm_report *const *reps,
+                            size_t nreps);
+void lm_rdm_hooks_add(struct lm_rdm_ep *ep, struct lm_rdm_hook *hooks, size_t n);
+void lm_rdm_hooks_del(struct lm_rdm_hook *hooks, size_t n);
+/* sep.c: fi_scalable_ep, and a scalable endpoint's contexts. */
+int lm_rdm_scalable_ep(struct fid_domain *domain, struct fi_info *info,
+                       struct fid_ep **sep, void *context);
+/* The hooks of every enabled context of a scalable endpoint just
+ * enabled (outside its lock). */
+void lm_rdm_sep_hooks_add(struct lm_rdm_ep *ep);
 int lm_rdm_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep,
                     void *context);
 /* An endpoint with ext's hooks and prov as its provider state. */
@@ -726,6 +808,33 @@ static inline struct lm_rdm_peer *lm_rdm_peer_by_fiaddr(struct lm_rdm_ep *ep,
 			return ep->peer_vec[idx];
 	}
 	return lm_rdm_peer_by_fiaddr_slow(ep, addr);
+}
+/* The lock over rxc's lists: its scalable endpoint's, or for a shared
+ * one the domain's context lock. */
+static inline struct lm_lock *lm_rdm_rxc_lock(struct lm_rdm_rxc *rxc)
+{
+	return rxc->sep ? rxc->sep->lock : &rxc->dom->ctx_lock;
+}
+/* Where a receive of rxc that matched a message that came to ep is
+ * reported. */
+static inline struct lm_rdm_report *lm_rdm_rx_rep(struct lm_rdm_ep *ep,
+                                                  struct lm_rdm_rxc *rxc)
+{
+	return rxc->shared ? &ep->own_rxc.rep : &rxc->rep;
+}
+/* The receive context a message to ep names (key: the receive context
+ * index its sender gave, fi_rx_addr): a scalable endpoint's, else ep's. */
+static inline struct lm_rdm_rxc *lm_rdm_rxc_of(struct lm_rdm_ep *ep, uint64_t key)
+{
+	struct lm_rdm_rxc *r;
+
+	if (__builtin_expect(!ep->nrx, 1))
+		return ep->rxc;
+	/* One not opened yet, or none named: the first. */
+	r = key < ep->nrx ? ep->rxcs[key] : NULL;
+	if (!r)
+		r = ep->rxcs[0];
+	return r ? r : ep->rxc;
 }
 /* A connected endpoint's peer is now the link peer at addr (the provider's
  * connection management made the connection).  Under no lock of ep's. */
@@ -907,17 +1016,17 @@ static LM_HOT_INLINE ssize_t lm_rdm_op_enter(struct lm_rdm_ep *ep, const struct 
 }
 /* Whether a data call's completion goes to the CQ: never for the inject
  * calls, and with FI_SELECTIVE_COMPLETION only when asked (FI_COMPLETION). */
-static inline bool lm_rdm_tx_reports(const struct lm_rdm_ep *ep, uint64_t flags,
+static inline bool lm_rdm_tx_reports(const struct lm_rdm_report *rep, uint64_t flags,
                                      bool inject_call)
 {
-	return ep->tx_cq && !inject_call &&
-	       (!ep->tx_selective || (flags & FI_COMPLETION));
+	return rep->cq && !inject_call && (!rep->selective || (flags & FI_COMPLETION));
 }
 /* A request for a data call to dest, behind any queued ones, with peer,
- * context and report set; NULL with *err -FI_EINVAL (unknown dest) or
- * -FI_EAGAIN (no free request).  Under ep->lock. */
-struct lm_rdm_tx *lm_rdm_tx_begin(struct lm_rdm_ep *ep, fi_addr_t dest, uint64_t flags,
-                                  void *context, bool inject_call, ssize_t *err);
+ * context and report set (to rep's CQ); NULL with *err -FI_EINVAL
+ * (unknown dest) or -FI_EAGAIN (no free request).  Under ep->lock. */
+struct lm_rdm_tx *lm_rdm_tx_begin(struct lm_rdm_ep *ep, const struct lm_rdm_report *rep,
+                                  fi_addr_t dest, uint64_t flags, void *context,
+                                  bool inject_call, ssize_t *err);
 /* tx's buffers: the caller's iov, or (copy) len bytes of it in tx->inject. */
 void lm_rdm_tx_set_iov(struct lm_rdm_tx *tx, const struct iovec *iov, size_t count,
                        size_t len, bool copy);
@@ -950,6 +1059,9 @@ const char *lm_rdm_strerror(struct lm_cq *cq, int prov_errno, const void *err_da
  * recv.c's. */
 extern const struct fi_ops_msg lm_rdm_msg_ops;
 extern const struct fi_ops_tagged lm_rdm_tagged_ops;
+/* The same with -FI_ENOSYS receives: a transmit context's. */
+extern const struct fi_ops_msg lm_rdm_tx_msg_ops;
+extern const struct fi_ops_tagged lm_rdm_tx_tagged_ops;
 
 /* recv.c: posting receives, matching arrivals, the packet dispatch. */
 ssize_t lm_rdm_recv(struct fid_ep *fid, void *buf, size_t len, void *desc,
@@ -964,9 +1076,9 @@ ssize_t lm_rdm_trecvv(struct fid_ep *fid, const struct iovec *iov, void **desc,
                       void *context);
 ssize_t lm_rdm_trecvmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg,
                         uint64_t flags);
-/* A receive posted to a shared receive context (msg->tag and ignore
- * unused unless tagged). */
-ssize_t lm_rdm_srx_post(struct lm_rdm_rxc *rxc, const struct fi_msg_tagged *msg,
+/* A receive posted to a receive context of its own (a shared one, a
+ * scalable endpoint's; msg->tag and ignore unused unless tagged). */
+ssize_t lm_rdm_rxc_post(struct lm_rdm_rxc *rxc, const struct fi_msg_tagged *msg,
                         uint64_t flags, bool tagged);
 /* lm_link_attr.recv: every packet from a link. */
 void lm_rdm_recv_pkt(void *arg, const void *src_addr, const void *hdr,

@@ -19,7 +19,8 @@ static LM_HOT_INLINE void rx_report(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx,
 	bool multi = e->flags & FI_MULTI_RECV;
 	size_t cap = multi ? e->last_len : e->total_len;
 	bool trunc = msg_len > cap;
-	struct lm_cntr *c = ep->cntr[LM_CNTR_RECV];
+	const struct lm_rdm_report *rep = lm_rdm_rx_rep(ep, rx->rxc);
+	struct lm_cntr *c = rep->cntr[LM_CNTR_RECV];
 
 	if (c) {
 		if (trunc)
@@ -27,12 +28,12 @@ static LM_HOT_INLINE void rx_report(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx,
 		else
 			lm_cntr_inc(c);
 	}
-	if (!ep->rx_cq)
+	if (!rep->cq)
 		return;
-	if (ep->rx_selective && !(e->flags & FI_COMPLETION) && !trunc &&
+	if (rep->selective && !(e->flags & FI_COMPLETION) && !trunc &&
 	    !(extra & FI_MULTI_RECV))
 		return;
-	lm_rx_complete(ep->rx_cq, e, msg_len, data, tag, src, extra);
+	lm_rx_complete(rep->cq, e, msg_len, data, tag, src, extra);
 }
 
 void lm_rdm_rx_report(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx, size_t msg_len,
@@ -49,15 +50,18 @@ static void rxc_rx_free(struct lm_rdm_rxc *rxc, struct lm_rdm_rx *rx)
 
 void lm_rdm_rx_free(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx)
 {
-	rxc_rx_free(ep->rxc, rx);
+	(void)ep;
+	rxc_rx_free(rx->rxc, rx);
 }
 
 void lm_rdm_rx_end(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx, int err)
 {
-	if (ep->rx_cq)
-		lm_rx_failed(ep->rx_cq, &rx->e, err);
-	if (ep->cntr[LM_CNTR_RECV])
-		lm_cntr_inc_err(ep->cntr[LM_CNTR_RECV]);
+	const struct lm_rdm_report *rep = lm_rdm_rx_rep(ep, rx->rxc);
+
+	if (rep->cq)
+		lm_rx_failed(rep->cq, &rx->e, err);
+	if (rep->cntr[LM_CNTR_RECV])
+		lm_cntr_inc_err(rep->cntr[LM_CNTR_RECV]);
 	/* A multi-receive buffer a rendezvous still fills is freed when that
 	 * ends. */
 	rx->released = true;
@@ -67,14 +71,17 @@ void lm_rdm_rx_end(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx, int err)
 
 void lm_rdm_unexp_free(struct lm_rdm_ep *ep, struct lm_rdm_unexp *x)
 {
-	ep->rxc->unexp_bytes -= x->buf_len;
+	struct lm_rdm_rxc *rxc = x->rxc;
+
+	(void)ep;
+	rxc->unexp_bytes -= x->buf_len;
 	if (x->buf) {
 		if (x->small)
-			lm_bufpool_free(&ep->rxc->small_pool, x->buf);
+			lm_bufpool_free(&rxc->small_pool, x->buf);
 		else
 			free(x->buf);
 	}
-	lm_bufpool_free(&ep->rxc->unexp_pool, x);
+	lm_bufpool_free(&rxc->unexp_pool, x);
 }
 
 size_t lm_rdm_rx_place(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx, size_t len,
@@ -87,7 +94,8 @@ size_t lm_rdm_rx_place(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx, size_t len,
 		memcpy(iov, e->iov, e->iov_count * sizeof(*iov));
 		return e->iov_count;
 	}
-	iov[0].iov_base = lm_rx_consume(e, len, ep->rxc->min_multi_recv, released);
+	(void)ep;
+	iov[0].iov_base = lm_rx_consume(e, len, rx->rxc->min_multi_recv, released);
 	iov[0].iov_len = e->last_len;
 	return 1;
 }
@@ -95,11 +103,12 @@ size_t lm_rdm_rx_place(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx, size_t len,
 void lm_rdm_rx_multi_after(struct lm_rdm_ep *ep, struct lm_rdm_rx *rx, bool released,
                            bool queued)
 {
+	(void)ep;
 	if (!released)
 		return;
 	rx->released = true;
 	if (queued)
-		lm_match_remove_rx(rx->e.flags & FI_TAGGED ? &ep->rxc->tagged : &ep->rxc->msg,
+		lm_match_remove_rx(rx->e.flags & FI_TAGGED ? &rx->rxc->tagged : &rx->rxc->msg,
 		                   &rx->e);
 }
 
@@ -153,11 +162,11 @@ static LM_HOT_INLINE struct lm_rdm_arrival arrival_of(const struct lm_rdm_hdr *h
 
 /* An unexpected message: queued with its payload (eager) or the sender's
  * buffer list (rts), until a receive takes it. */
-static void unexp_store(struct lm_rdm_ep *ep, struct lm_match *m,
+static void unexp_store(struct lm_rdm_ep *ep, struct lm_rdm_rxc *rxc, struct lm_match *m,
                         const struct lm_rdm_arrival *a, const struct lm_rdm_rts *rts,
                         const void *payload, size_t plen)
 {
-	struct lm_rdm_unexp *x = lm_bufpool_alloc(&ep->rxc->unexp_pool);
+	struct lm_rdm_unexp *x = lm_bufpool_alloc(&rxc->unexp_pool);
 
 	if (!x) {
 		/* A lost message beats a crash; the pool only fails without
@@ -168,6 +177,7 @@ static void unexp_store(struct lm_rdm_ep *ep, struct lm_match *m,
 	}
 	memset(x, 0, sizeof(*x));
 	x->ep = ep;
+	x->rxc = rxc;
 	x->peer = a->peer;
 	x->hflags = a->hflags;
 	x->sreq = a->sreq;
@@ -182,19 +192,19 @@ static void unexp_store(struct lm_rdm_ep *ep, struct lm_match *m,
 		x->rndv = true;
 		x->rts = *rts;
 	} else if (plen) {
-		if (plen <= ep->rxc->small_pool.elem_size)
-			x->buf = lm_bufpool_alloc(&ep->rxc->small_pool);
+		if (plen <= rxc->small_pool.elem_size)
+			x->buf = lm_bufpool_alloc(&rxc->small_pool);
 		x->small = x->buf != NULL;
 		if (!x->buf)
 			x->buf = malloc(plen);
 		if (!x->buf) {
-			lm_bufpool_free(&ep->rxc->unexp_pool, x);
+			lm_bufpool_free(&rxc->unexp_pool, x);
 			lm_rdm_credit_owe(ep, a->peer, plen);
 			return;
 		}
 		memcpy(x->buf, payload, plen);
 		x->buf_len = plen;
-		ep->rxc->unexp_bytes += plen;
+		rxc->unexp_bytes += plen;
 	}
 	lm_match_add_unexp(m, &x->u);
 }
@@ -206,7 +216,8 @@ static LM_HOT_INLINE void msg_recv(struct lm_rdm_ep *ep, struct lm_rdm_peer *pee
                                    const struct lm_rdm_hdr *h, const void *payload,
                                    size_t plen)
 {
-	struct lm_match *m = h->flags & LM_HF_TAGGED ? &ep->rxc->tagged : &ep->rxc->msg;
+	struct lm_rdm_rxc *rxc = lm_rdm_rxc_of(ep, h->key);
+	struct lm_match *m = h->flags & LM_HF_TAGGED ? &rxc->tagged : &rxc->msg;
 	fi_addr_t src = lm_rdm_peer_fiaddr(ep, peer);
 	struct lm_rx_entry *e;
 	struct lm_rdm_rts rts;
@@ -244,7 +255,7 @@ static LM_HOT_INLINE void msg_recv(struct lm_rdm_ep *ep, struct lm_rdm_peer *pee
 	if (!e) {
 		struct lm_rdm_arrival a = arrival_of(h, peer, src, NULL);
 
-		unexp_store(ep, m, &a, h->op == LM_OP_RTS ? &rts : NULL, payload, plen);
+		unexp_store(ep, rxc, m, &a, h->op == LM_OP_RTS ? &rts : NULL, payload, plen);
 	} else if (h->op == LM_OP_RTS) {
 		struct lm_rdm_arrival a =
 		    arrival_of(h, peer, src, lm_container_of(e, struct lm_rdm_rx, e));
@@ -385,15 +396,17 @@ static ssize_t peek(struct lm_rdm_rxc *rxc, struct lm_rdm_ep *ep, struct lm_matc
 		                            .err = FI_ENOMSG,
 		                            .prov_errno = FI_ENOMSG};
 
-		if (ep->rx_cq)
-			lm_cq_write_err(ep->rx_cq, &e, FI_ADDR_NOTAVAIL);
+		struct lm_cq *cq = lm_rdm_rx_rep(ep, rxc)->cq;
+
+		if (cq)
+			lm_cq_write_err(cq, &e, FI_ADDR_NOTAVAIL);
 		return 0;
 	}
 	x = u->payload;
 	cflags = FI_RECV | FI_TAGGED | (u->flags & FI_REMOTE_CQ_DATA);
-	if (x->ep->rx_cq)
-		lm_cq_write(x->ep->rx_cq, msg->context, cflags, u->len, NULL, u->data,
-		            u->tag, u->src);
+	if (lm_rdm_rx_rep(x->ep, rxc)->cq)
+		lm_cq_write(lm_rdm_rx_rep(x->ep, rxc)->cq, msg->context, cflags, u->len, NULL,
+		            u->data, u->tag, u->src);
 	if (flags & FI_DISCARD) {
 		lm_match_remove_unexp(m, u);
 		deliver_unexp(NULL, x, false);
@@ -446,6 +459,7 @@ static LM_HOT_INLINE struct lm_rdm_rx *rx_new(struct lm_rdm_rxc *rxc,
 	rx->e.engine = NULL;
 	rx->busy = 0;
 	rx->released = false;
+	rx->rxc = rxc;
 	rxc->rx_count++;
 	for (size_t i = 0; i < count; i++) {
 		rx->e.iov[i] = lm_iov_recv_entry(iov[i]);
@@ -470,9 +484,11 @@ static int post_claim(struct lm_rdm_rxc *rxc, struct lm_match *m, struct lm_rdm_
 	}
 	x = u->payload;
 	if (flags & FI_DISCARD) {
-		if (x->ep->rx_cq)
-			lm_cq_write(x->ep->rx_cq, rx->e.context, FI_RECV | FI_TAGGED, 0,
-			            NULL, 0, u->tag, u->src);
+		struct lm_cq *cq = lm_rdm_rx_rep(x->ep, rxc)->cq;
+
+		if (cq)
+			lm_cq_write(cq, rx->e.context, FI_RECV | FI_TAGGED, 0, NULL, 0,
+			            u->tag, u->src);
 		rxc_rx_free(rxc, rx);
 		deliver_unexp(NULL, x, false);
 	} else {
@@ -498,9 +514,11 @@ static void post_multi(struct lm_rdm_rxc *rxc, struct lm_match *m, struct lm_rdm
 		/* Used up by queued messages, whose completions went out
 		 * while busy held it: announce the release on its own, where
 		 * the last of them was reported. */
-		if (last && last->rx_cq)
-			lm_cq_write(last->rx_cq, rx->e.context, FI_MULTI_RECV, 0, NULL, 0,
-			            0, FI_ADDR_NOTAVAIL);
+		struct lm_cq *cq = last ? lm_rdm_rx_rep(last, rxc)->cq : NULL;
+
+		if (cq)
+			lm_cq_write(cq, rx->e.context, FI_MULTI_RECV, 0, NULL, 0, 0,
+			            FI_ADDR_NOTAVAIL);
 		rxc_rx_free(rxc, rx);
 	}
 }
@@ -587,7 +605,7 @@ static LM_HOT_INLINE ssize_t post_recv(struct lm_rdm_ep *ep, const struct iovec 
 	return ret;
 }
 
-ssize_t lm_rdm_srx_post(struct lm_rdm_rxc *rxc, const struct fi_msg_tagged *msg,
+ssize_t lm_rdm_rxc_post(struct lm_rdm_rxc *rxc, const struct fi_msg_tagged *msg,
                         uint64_t flags, bool tagged)
 {
 	size_t total;
@@ -595,12 +613,18 @@ ssize_t lm_rdm_srx_post(struct lm_rdm_rxc *rxc, const struct fi_msg_tagged *msg,
 
 	if (ret)
 		return ret;
-	lm_lock_acquire(&rxc->dom->ctx_lock);
-	/* Its first enabled endpoint speaks for it: its AV checks directed
-	 * sources, its CQ takes what no message names. */
-	ret = post_locked(rxc, lm_rdm_rxc_voice(rxc), msg->msg_iov, msg->desc,
-	                  msg->iov_count, total, msg, flags, tagged);
-	lm_lock_release(&rxc->dom->ctx_lock);
+	struct lm_lock *lock = lm_rdm_rxc_lock(rxc);
+	struct lm_rdm_ep *ep;
+
+	lm_lock_acquire(lock);
+	/* The endpoint that speaks for it (a shared one's first enabled
+	 * endpoint) checks directed sources with its AV; a shared context's
+	 * receive may come before any, a scalable endpoint's not. */
+	ep = lm_rdm_rxc_voice(rxc);
+	ret = ep || rxc->shared ? post_locked(rxc, ep, msg->msg_iov, msg->desc,
+	                                      msg->iov_count, total, msg, flags, tagged)
+	                        : -FI_EOPBADSTATE;
+	lm_lock_release(lock);
 	return ret;
 }
 

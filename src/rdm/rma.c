@@ -244,10 +244,10 @@ static ssize_t rma_post(struct lm_rdm_ctx *ctx, bool write, const struct iovec *
 		ret = -FI_EMSGSIZE;
 		goto out;
 	}
-	tx = lm_rdm_tx_begin(ep, addr, flags, context, inject_call, &ret);
+	tx = lm_rdm_tx_begin(ep, ctx->txrep, addr, flags, context, inject_call, &ret);
 	if (!tx)
 		goto out;
-	tx->cntr = ep->cntr[write ? LM_CNTR_WRITE : LM_CNTR_READ];
+	tx->cntr = ctx->txrep->cntr[write ? LM_CNTR_WRITE : LM_CNTR_READ];
 	tx->cq_flags = FI_RMA | (write ? FI_WRITE : FI_READ);
 	tx->len = len;
 	h.size = len;

@@ -100,9 +100,11 @@ static void rndv_report_error(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r, int e
 	    .prov_errno = err,
 	};
 
-	if (ep->cntr[LM_CNTR_RECV])
-		lm_cntr_inc_err(ep->cntr[LM_CNTR_RECV]);
-	if (!ep->rx_cq)
+	const struct lm_rdm_report *rep = lm_rdm_rx_rep(ep, rx->rxc);
+
+	if (rep->cntr[LM_CNTR_RECV])
+		lm_cntr_inc_err(rep->cntr[LM_CNTR_RECV]);
+	if (!rep->cq)
 		return;
 	if (ep->dom->link_ops->addr_to_str(r->peer->addr, name, &nlen) == 0) {
 		name[sizeof(name) - 1] = 0;
@@ -110,7 +112,7 @@ static void rndv_report_error(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r, int e
 		e.err_data = name;
 		e.err_data_size = strlen(name) + 1;
 	}
-	lm_cq_write_err(ep->rx_cq, &e, r->src);
+	lm_cq_write_err(rep->cq, &e, r->src);
 }
 
 /* A message transfer into rx ends: its completion, and rx freed unless a
@@ -293,8 +295,10 @@ static void rndv_refuse(struct lm_rdm_ep *ep, const struct lm_rdm_arrival *a)
 	                            .err = FI_ENOMEM,
 	                            .prov_errno = FI_ENOMEM};
 
-	if (ep->rx_cq)
-		lm_cq_write_err(ep->rx_cq, &e, a->src);
+	struct lm_cq *cq = lm_rdm_rx_rep(ep, a->rx->rxc)->cq;
+
+	if (cq)
+		lm_cq_write_err(cq, &e, a->src);
 	lm_rdm_answer(ep, a->peer, LM_OP_FIN, a->sreq, FI_ECANCELED);
 	if (!(a->rx->e.flags & FI_MULTI_RECV))
 		lm_rdm_rx_free(ep, a->rx);
@@ -430,7 +434,8 @@ static struct lm_rdm_rndv *header_match(struct lm_rdm_ep *ep, struct lm_rdm_peer
                                         const struct lm_rdm_hdr *h,
                                         enum lm_rndv_kind kind)
 {
-	struct lm_match *m = h->flags & LM_HF_TAGGED ? &ep->rxc->tagged : &ep->rxc->msg;
+	struct lm_rdm_rxc *rxc = lm_rdm_rxc_of(ep, h->key);
+	struct lm_match *m = h->flags & LM_HF_TAGGED ? &rxc->tagged : &rxc->msg;
 	struct lm_rdm_arrival a = {.peer = peer,
 	                           .size = h->size,
 	                           .tag = h->tag,

@@ -89,6 +89,8 @@ struct lm_rdm_ep *lm_rdm_rxc_voice(struct lm_rdm_rxc *rxc)
 {
 	struct lm_list *it;
 
+	if (rxc->sep)
+		return rxc->enabled && rxc->sep->enabled ? rxc->sep : NULL;
 	lm_list_foreach(&rxc->members, it)
 	{
 		struct lm_rdm_ep *ep = lm_list_entry(it, struct lm_rdm_ep, rxc_node);
@@ -195,7 +197,7 @@ static ssize_t srx_recv(struct fid_ep *fid, void *buf, size_t len, void *desc,
 	struct fi_msg_tagged msg = {
 	    .msg_iov = &iov, .desc = &desc, .iov_count = 1, .addr = src_addr, .context = context};
 
-	return lm_rdm_srx_post(rxc, &msg, rxc->op_flags, false);
+	return lm_rdm_rxc_post(rxc, &msg, rxc->op_flags, false);
 }
 
 static ssize_t srx_recvv(struct fid_ep *fid, const struct iovec *iov, void **desc,
@@ -205,7 +207,7 @@ static ssize_t srx_recvv(struct fid_ep *fid, const struct iovec *iov, void **des
 	struct fi_msg_tagged msg = {
 	    .msg_iov = iov, .desc = desc, .iov_count = count, .addr = src_addr, .context = context};
 
-	return lm_rdm_srx_post(rxc, &msg, rxc->op_flags, false);
+	return lm_rdm_rxc_post(rxc, &msg, rxc->op_flags, false);
 }
 
 static ssize_t srx_recvmsg(struct fid_ep *fid, const struct fi_msg *m, uint64_t flags)
@@ -219,7 +221,7 @@ static ssize_t srx_recvmsg(struct fid_ep *fid, const struct fi_msg *m, uint64_t 
 	                             .iov_count = m->iov_count,
 	                             .addr = m->addr,
 	                             .context = m->context};
-	return lm_rdm_srx_post(srx_of(fid), &msg, flags, false);
+	return lm_rdm_rxc_post(srx_of(fid), &msg, flags, false);
 }
 
 static ssize_t srx_trecv(struct fid_ep *fid, void *buf, size_t len, void *desc,
@@ -235,7 +237,7 @@ static ssize_t srx_trecv(struct fid_ep *fid, void *buf, size_t len, void *desc,
 	                            .ignore = ignore,
 	                            .context = context};
 
-	return lm_rdm_srx_post(rxc, &msg, rxc->op_flags, true);
+	return lm_rdm_rxc_post(rxc, &msg, rxc->op_flags, true);
 }
 
 static ssize_t srx_trecvv(struct fid_ep *fid, const struct iovec *iov, void **desc,
@@ -251,7 +253,7 @@ static ssize_t srx_trecvv(struct fid_ep *fid, const struct iovec *iov, void **de
 	                            .ignore = ignore,
 	                            .context = context};
 
-	return lm_rdm_srx_post(rxc, &msg, rxc->op_flags, true);
+	return lm_rdm_rxc_post(rxc, &msg, rxc->op_flags, true);
 }
 
 static ssize_t srx_trecvmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg,
@@ -259,122 +261,33 @@ static ssize_t srx_trecvmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg,
 {
 	if (!msg)
 		return -FI_EINVAL;
-	return lm_rdm_srx_post(srx_of(fid), msg, flags, true);
+	return lm_rdm_rxc_post(srx_of(fid), msg, flags, true);
 }
 
-/* The sending half of the tables: a receive context sends nothing. */
-static ssize_t no_send(struct fid_ep *fid, const void *buf, size_t len, void *desc,
-                       fi_addr_t dest_addr, void *context)
-{
-	(void)fid, (void)buf, (void)len, (void)desc, (void)dest_addr, (void)context;
-	return -FI_ENOSYS;
-}
-
-static ssize_t no_sendv(struct fid_ep *fid, const struct iovec *iov, void **desc,
-                        size_t count, fi_addr_t dest_addr, void *context)
-{
-	(void)fid, (void)iov, (void)desc, (void)count, (void)dest_addr, (void)context;
-	return -FI_ENOSYS;
-}
-
-static ssize_t no_sendmsg(struct fid_ep *fid, const struct fi_msg *msg, uint64_t flags)
-{
-	(void)fid, (void)msg, (void)flags;
-	return -FI_ENOSYS;
-}
-
-static ssize_t no_inject(struct fid_ep *fid, const void *buf, size_t len,
-                         fi_addr_t dest_addr)
-{
-	(void)fid, (void)buf, (void)len, (void)dest_addr;
-	return -FI_ENOSYS;
-}
-
-static ssize_t no_senddata(struct fid_ep *fid, const void *buf, size_t len, void *desc,
-                           uint64_t data, fi_addr_t dest_addr, void *context)
-{
-	(void)fid, (void)buf, (void)len, (void)desc, (void)data, (void)dest_addr,
-	    (void)context;
-	return -FI_ENOSYS;
-}
-
-static ssize_t no_injectdata(struct fid_ep *fid, const void *buf, size_t len,
-                             uint64_t data, fi_addr_t dest_addr)
-{
-	(void)fid, (void)buf, (void)len, (void)data, (void)dest_addr;
-	return -FI_ENOSYS;
-}
-
-static ssize_t no_tsend(struct fid_ep *fid, const void *buf, size_t len, void *desc,
-                        fi_addr_t dest_addr, uint64_t tag, void *context)
-{
-	(void)fid, (void)buf, (void)len, (void)desc, (void)dest_addr, (void)tag,
-	    (void)context;
-	return -FI_ENOSYS;
-}
-
-static ssize_t no_tsendv(struct fid_ep *fid, const struct iovec *iov, void **desc,
-                         size_t count, fi_addr_t dest_addr, uint64_t tag, void *context)
-{
-	(void)fid, (void)iov, (void)desc, (void)count, (void)dest_addr, (void)tag,
-	    (void)context;
-	return -FI_ENOSYS;
-}
-
-static ssize_t no_tsendmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg,
-                           uint64_t flags)
-{
-	(void)fid, (void)msg, (void)flags;
-	return -FI_ENOSYS;
-}
-
-static ssize_t no_tinject(struct fid_ep *fid, const void *buf, size_t len,
-                          fi_addr_t dest_addr, uint64_t tag)
-{
-	(void)fid, (void)buf, (void)len, (void)dest_addr, (void)tag;
-	return -FI_ENOSYS;
-}
-
-static ssize_t no_tsenddata(struct fid_ep *fid, const void *buf, size_t len, void *desc,
-                            uint64_t data, fi_addr_t dest_addr, uint64_t tag,
-                            void *context)
-{
-	(void)fid, (void)buf, (void)len, (void)desc, (void)data, (void)dest_addr,
-	    (void)tag, (void)context;
-	return -FI_ENOSYS;
-}
-
-static ssize_t no_tinjectdata(struct fid_ep *fid, const void *buf, size_t len,
-                              uint64_t data, fi_addr_t dest_addr, uint64_t tag)
-{
-	(void)fid, (void)buf, (void)len, (void)data, (void)dest_addr, (void)tag;
-	return -FI_ENOSYS;
-}
-
-static const struct fi_ops_msg srx_msg_ops = {
+const struct fi_ops_msg lm_rdm_rxc_msg_ops = {
     .size = sizeof(struct fi_ops_msg),
     .recv = srx_recv,
     .recvv = srx_recvv,
     .recvmsg = srx_recvmsg,
-    .send = no_send,
-    .sendv = no_sendv,
-    .sendmsg = no_sendmsg,
-    .inject = no_inject,
-    .senddata = no_senddata,
-    .injectdata = no_injectdata,
+    .send = lm_msg_no_send,
+    .sendv = lm_msg_no_sendv,
+    .sendmsg = lm_msg_no_sendmsg,
+    .inject = lm_msg_no_inject,
+    .senddata = lm_msg_no_senddata,
+    .injectdata = lm_msg_no_injectdata,
 };
 
-static const struct fi_ops_tagged srx_tagged_ops = {
+const struct fi_ops_tagged lm_rdm_rxc_tagged_ops = {
     .size = sizeof(struct fi_ops_tagged),
     .recv = srx_trecv,
     .recvv = srx_trecvv,
     .recvmsg = srx_trecvmsg,
-    .send = no_tsend,
-    .sendv = no_tsendv,
-    .sendmsg = no_tsendmsg,
-    .inject = no_tinject,
-    .senddata = no_tsenddata,
-    .injectdata = no_tinjectdata,
+    .send = lm_tagged_no_send,
+    .sendv = lm_tagged_no_sendv,
+    .sendmsg = lm_tagged_no_sendmsg,
+    .inject = lm_tagged_no_inject,
+    .senddata = lm_tagged_no_senddata,
+    .injectdata = lm_tagged_no_injectdata,
 };
 
 /* A receive still queued is cancelled on the receive CQ of the context's
@@ -385,10 +298,10 @@ static ssize_t srx_cancel(fid_t fid, void *context)
 	struct lm_rdm_ep *ep;
 	ssize_t ret;
 
-	lm_lock_acquire(&rxc->dom->ctx_lock);
+	lm_lock_acquire(lm_rdm_rxc_lock(rxc));
 	ep = lm_rdm_rxc_voice(rxc);
 	ret = lm_rdm_cancel(rxc, ep, context);
-	lm_lock_release(&rxc->dom->ctx_lock);
+	lm_lock_release(lm_rdm_rxc_lock(rxc));
 	return ret;
 }
 
@@ -397,9 +310,9 @@ static ssize_t srx_rx_size_left(struct fid_ep *fid)
 	struct lm_rdm_rxc *rxc = srx_of(fid);
 	ssize_t n;
 
-	lm_lock_acquire(&rxc->dom->ctx_lock);
+	lm_lock_acquire(lm_rdm_rxc_lock(rxc));
 	n = (ssize_t)(rxc->rx_limit - rxc->rx_count);
-	lm_lock_release(&rxc->dom->ctx_lock);
+	lm_lock_release(lm_rdm_rxc_lock(rxc));
 	return n;
 }
 
@@ -431,13 +344,13 @@ static int srx_setopt(fid_t fid, int level, int optname, const void *optval,
 		return -FI_ENOPROTOOPT;
 	if (!optval || optlen != sizeof(size_t))
 		return -FI_EINVAL;
-	lm_lock_acquire(&rxc->dom->ctx_lock);
+	lm_lock_acquire(lm_rdm_rxc_lock(rxc));
 	rxc->min_multi_recv = *(const size_t *)optval;
-	lm_lock_release(&rxc->dom->ctx_lock);
+	lm_lock_release(lm_rdm_rxc_lock(rxc));
 	return 0;
 }
 
-static const struct fi_ops_ep srx_ep_ops = {
+const struct fi_ops_ep lm_rdm_rxc_ep_ops = {
     .size = sizeof(struct fi_ops_ep),
     .cancel = srx_cancel,
     .getopt = srx_getopt,
@@ -540,9 +453,9 @@ int lm_rdm_srx_context(struct fid_domain *domain, struct fi_rx_attr *attr,
 	rxc->ep_fid.fid.fclass = FI_CLASS_SRX_CTX;
 	rxc->ep_fid.fid.context = context;
 	rxc->ep_fid.fid.ops = (struct fi_ops *)&srx_fid_ops;
-	rxc->ep_fid.ops = (struct fi_ops_ep *)&srx_ep_ops;
-	rxc->ep_fid.msg = (struct fi_ops_msg *)&srx_msg_ops;
-	rxc->ep_fid.tagged = (struct fi_ops_tagged *)&srx_tagged_ops;
+	rxc->ep_fid.ops = (struct fi_ops_ep *)&lm_rdm_rxc_ep_ops;
+	rxc->ep_fid.msg = (struct fi_ops_msg *)&lm_rdm_rxc_msg_ops;
+	rxc->ep_fid.tagged = (struct fi_ops_tagged *)&lm_rdm_rxc_tagged_ops;
 	rxc->ep_fid.cm = (struct fi_ops_cm *)&lm_nosys_cm_ops;
 	rxc->ep_fid.rma = (struct fi_ops_rma *)&lm_nosys_rma_ops;
 	rxc->ep_fid.atomic = (struct fi_ops_atomic *)&lm_nosys_atomic_ops;

@@ -29,7 +29,7 @@ static bool eager_ok(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer, size_t len)
 static inline ssize_t send_eager_words(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
                                        const struct lm_rdm_hdr *h, const void *payload)
 {
-	uint64_t words[5];
+	uint64_t words[6];
 	unsigned mask = LM_HDR_BIT(version) | LM_HDR_BIT(size), n = 2;
 
 	/* version, op, flags, len: as one value, not a load of the four
@@ -53,14 +53,19 @@ static inline ssize_t send_eager_words(struct lm_rdm_ep *ep, struct lm_rdm_peer 
 		words[n++] = h->rreq;
 		mask |= LM_HDR_BIT(rreq);
 	}
+	if (h->key) {
+		words[n++] = h->key;
+		mask |= LM_HDR_BIT(key);
+	}
 	return ep->link->ops->send_words(ep->link, peer->lp, words, mask, payload,
 	                                 h->len);
 }
 
 /* The fast path's send, taken but not yet delivered by the link: true
  * when it completes later (held, lm_rdm_tx_hold). */
-static bool held_send(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer, void *context,
-                      bool report, bool tagged, size_t len)
+static bool held_send(struct lm_rdm_ep *ep, const struct lm_rdm_report *rep,
+                      struct lm_rdm_peer *peer, void *context, bool report, bool tagged,
+                      size_t len)
 {
 	uint64_t mark = lm_rdm_hold_mark(ep, peer);
 	struct lm_rdm_tx *tx;
@@ -72,7 +77,8 @@ static bool held_send(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer, void *cont
 	tx->peer = peer;
 	tx->context = context;
 	tx->report = report;
-	tx->cntr = ep->cntr[LM_CNTR_SEND];
+	tx->rep = rep;
+	tx->cntr = rep->cntr[LM_CNTR_SEND];
 	tx->cq_flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
 	tx->op = LM_OP_EAGER;
 	tx->len = len;
@@ -85,10 +91,11 @@ static bool held_send(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer, void *cont
 /* The fast path: a small message straight into the link, no request (but
  * one free, should the link hold part of it).  1: not taken, a request
  * must carry it. */
-static LM_HOT_INLINE ssize_t send_fast(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
-                                       struct lm_rdm_hdr *h, const struct iovec *iov,
-                                       size_t count, void *context, bool report,
-                                       bool tagged)
+static LM_HOT_INLINE ssize_t send_fast(struct lm_rdm_ep *ep,
+                                       const struct lm_rdm_report *rep,
+                                       struct lm_rdm_peer *peer, struct lm_rdm_hdr *h,
+                                       const struct iovec *iov, size_t count,
+                                       void *context, bool report, bool tagged)
 {
 	size_t len = h->size;
 	ssize_t ret;
@@ -101,12 +108,12 @@ static LM_HOT_INLINE ssize_t send_fast(struct lm_rdm_ep *ep, struct lm_rdm_peer 
 	if (ret)
 		return 1;
 	peer->credit -= len;
-	if (ep->link->ops->mark && held_send(ep, peer, context, report, tagged, len))
+	if (ep->link->ops->mark && held_send(ep, rep, peer, context, report, tagged, len))
 		return 0;
-	if (ep->cntr[LM_CNTR_SEND])
-		lm_cntr_inc(ep->cntr[LM_CNTR_SEND]);
+	if (rep->cntr[LM_CNTR_SEND])
+		lm_cntr_inc(rep->cntr[LM_CNTR_SEND]);
 	if (report)
-		lm_cq_write(ep->tx_cq, context, FI_SEND | (tagged ? FI_TAGGED : FI_MSG),
+		lm_cq_write(rep->cq, context, FI_SEND | (tagged ? FI_TAGGED : FI_MSG),
 		            0, NULL, 0, 0, FI_ADDR_NOTAVAIL);
 	return 0;
 }
@@ -138,8 +145,8 @@ static void rts_flags(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 
 /* A message carried by a request: eager (queued, fenced, or asking for
  * delivery completion) or by rendezvous. */
-static ssize_t send_request(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
-                            struct lm_rdm_hdr *h, const struct iovec *iov, size_t count,
+static ssize_t send_request(struct lm_rdm_ep *ep, const struct lm_rdm_report *rep,
+                            struct lm_rdm_peer *peer, struct lm_rdm_hdr *h, const struct iovec *iov, size_t count,
                             uint64_t flags, void *context, bool report, bool eager,
                             bool copy)
 {
@@ -154,7 +161,8 @@ static ssize_t send_request(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 	tx->context = context;
 	tx->report = report;
 	tx->fence = flags & FI_FENCE;
-	tx->cntr = ep->cntr[LM_CNTR_SEND];
+	tx->rep = rep;
+	tx->cntr = rep->cntr[LM_CNTR_SEND];
 	tx->cq_flags = FI_SEND | (h->flags & LM_HF_TAGGED ? FI_TAGGED : FI_MSG);
 	tx->len = len;
 	if (eager) {
@@ -173,11 +181,13 @@ static ssize_t send_request(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 }
 
 /* Inline in each send call: their constant arguments fold away. */
-static LM_HOT_INLINE ssize_t do_send(struct lm_rdm_ep *ep, const struct iovec *iov,
+static LM_HOT_INLINE ssize_t do_send(struct lm_rdm_ctx *ctx, const struct iovec *iov,
                                      size_t count, fi_addr_t dest, uint64_t tag,
                                      uint64_t data, uint64_t flags, void *context,
                                      bool tagged, bool inject_call)
 {
+	struct lm_rdm_ep *ep = ctx->ep;
+	const struct lm_rdm_report *rep = ctx->txrep;
 	struct lm_rdm_peer *peer;
 	size_t len;
 	bool report, eager;
@@ -202,9 +212,12 @@ static LM_HOT_INLINE ssize_t do_send(struct lm_rdm_ep *ep, const struct iovec *i
 	h.size = len;
 	h.tag = tag;
 	h.data = data;
+	/* A scalable peer's receive context, named by fi_rx_addr. */
+	if (ep->rx_shift)
+		h.key = dest >> ep->rx_shift;
 	if (!lm_list_empty(&ep->tx_queue))
 		lm_rdm_tx_flush(ep);
-	report = lm_rdm_tx_reports(ep, flags, inject_call);
+	report = lm_rdm_tx_reports(rep, flags, inject_call);
 	eager = eager_ok(ep, peer, len);
 	peer->replying = false;
 	if (peer->owed >= LM_CREDIT_RIDE) { /* give credit back with it */
@@ -213,11 +226,11 @@ static LM_HOT_INLINE ssize_t do_send(struct lm_rdm_ep *ep, const struct iovec *i
 	}
 	if (eager && !(flags & (FI_DELIVERY_COMPLETE | FI_FENCE)) &&
 	    lm_list_empty(&ep->tx_queue) && !peer->dead && ep->tx_nfree) {
-		ret = send_fast(ep, peer, &h, iov, count, context, report, tagged);
+		ret = send_fast(ep, rep, peer, &h, iov, count, context, report, tagged);
 		if (ret <= 0)
 			goto out;
 	}
-	ret = send_request(ep, peer, &h, iov, count, flags, context, report, eager,
+	ret = send_request(ep, rep, peer, &h, iov, count, flags, context, report, eager,
 	                   (flags & FI_INJECT) || inject_call);
 out:
 	lm_lock_release(ep->lock);
@@ -230,7 +243,7 @@ static ssize_t rdm_send(struct fid_ep *fid, const void *buf, size_t len, void *d
 	struct iovec iov = {(void *)buf, len};
 
 	(void)desc;
-	return do_send(lm_rdm_ctx_of(fid)->ep, &iov, 1, dest, 0, 0,
+	return do_send(lm_rdm_ctx_of(fid), &iov, 1, dest, 0, 0,
 	               lm_rdm_ctx_of(fid)->tx_flags, context, false, false);
 }
 
@@ -238,7 +251,7 @@ static ssize_t rdm_sendv(struct fid_ep *fid, const struct iovec *iov, void **des
                          size_t count, fi_addr_t dest, void *context)
 {
 	(void)desc;
-	return do_send(lm_rdm_ctx_of(fid)->ep, iov, count, dest, 0, 0,
+	return do_send(lm_rdm_ctx_of(fid), iov, count, dest, 0, 0,
 	               lm_rdm_ctx_of(fid)->tx_flags, context, false, false);
 }
 
@@ -246,7 +259,7 @@ static ssize_t rdm_sendmsg(struct fid_ep *fid, const struct fi_msg *msg, uint64_
 {
 	if (!msg)
 		return -FI_EINVAL;
-	return do_send(lm_rdm_ctx_of(fid)->ep, msg->msg_iov, msg->iov_count, msg->addr, 0,
+	return do_send(lm_rdm_ctx_of(fid), msg->msg_iov, msg->iov_count, msg->addr, 0,
 	               msg->data, flags, msg->context, false, false);
 }
 
@@ -254,7 +267,7 @@ static ssize_t rdm_inject(struct fid_ep *fid, const void *buf, size_t len, fi_ad
 {
 	struct iovec iov = {(void *)buf, len};
 
-	return do_send(lm_rdm_ctx_of(fid)->ep, &iov, 1, dest, 0, 0, FI_INJECT, NULL,
+	return do_send(lm_rdm_ctx_of(fid), &iov, 1, dest, 0, 0, FI_INJECT, NULL,
 	               false, true);
 }
 
@@ -264,7 +277,7 @@ static ssize_t rdm_senddata(struct fid_ep *fid, const void *buf, size_t len, voi
 	struct iovec iov = {(void *)buf, len};
 
 	(void)desc;
-	return do_send(lm_rdm_ctx_of(fid)->ep, &iov, 1, dest, 0, data,
+	return do_send(lm_rdm_ctx_of(fid), &iov, 1, dest, 0, data,
 	               lm_rdm_ctx_of(fid)->tx_flags | FI_REMOTE_CQ_DATA, context, false,
 	               false);
 }
@@ -274,7 +287,7 @@ static ssize_t rdm_injectdata(struct fid_ep *fid, const void *buf, size_t len,
 {
 	struct iovec iov = {(void *)buf, len};
 
-	return do_send(lm_rdm_ctx_of(fid)->ep, &iov, 1, dest, 0, data,
+	return do_send(lm_rdm_ctx_of(fid), &iov, 1, dest, 0, data,
 	               FI_INJECT | FI_REMOTE_CQ_DATA, NULL, false, true);
 }
 
@@ -284,7 +297,7 @@ static ssize_t rdm_tsend(struct fid_ep *fid, const void *buf, size_t len, void *
 	struct iovec iov = {(void *)buf, len};
 
 	(void)desc;
-	return do_send(lm_rdm_ctx_of(fid)->ep, &iov, 1, dest, tag, 0,
+	return do_send(lm_rdm_ctx_of(fid), &iov, 1, dest, tag, 0,
 	               lm_rdm_ctx_of(fid)->tx_flags, context, true, false);
 }
 
@@ -292,7 +305,7 @@ static ssize_t rdm_tsendv(struct fid_ep *fid, const struct iovec *iov, void **de
                           size_t count, fi_addr_t dest, uint64_t tag, void *context)
 {
 	(void)desc;
-	return do_send(lm_rdm_ctx_of(fid)->ep, iov, count, dest, tag, 0,
+	return do_send(lm_rdm_ctx_of(fid), iov, count, dest, tag, 0,
 	               lm_rdm_ctx_of(fid)->tx_flags, context, true, false);
 }
 
@@ -301,7 +314,7 @@ static ssize_t rdm_tsendmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg,
 {
 	if (!msg)
 		return -FI_EINVAL;
-	return do_send(lm_rdm_ctx_of(fid)->ep, msg->msg_iov, msg->iov_count, msg->addr,
+	return do_send(lm_rdm_ctx_of(fid), msg->msg_iov, msg->iov_count, msg->addr,
 	               msg->tag, msg->data, flags, msg->context, true, false);
 }
 
@@ -310,7 +323,7 @@ static ssize_t rdm_tinject(struct fid_ep *fid, const void *buf, size_t len,
 {
 	struct iovec iov = {(void *)buf, len};
 
-	return do_send(lm_rdm_ctx_of(fid)->ep, &iov, 1, dest, tag, 0, FI_INJECT, NULL,
+	return do_send(lm_rdm_ctx_of(fid), &iov, 1, dest, tag, 0, FI_INJECT, NULL,
 	               true, true);
 }
 
@@ -320,7 +333,7 @@ static ssize_t rdm_tsenddata(struct fid_ep *fid, const void *buf, size_t len, vo
 	struct iovec iov = {(void *)buf, len};
 
 	(void)desc;
-	return do_send(lm_rdm_ctx_of(fid)->ep, &iov, 1, dest, tag, data,
+	return do_send(lm_rdm_ctx_of(fid), &iov, 1, dest, tag, data,
 	               lm_rdm_ctx_of(fid)->tx_flags | FI_REMOTE_CQ_DATA, context, true,
 	               false);
 }
@@ -330,7 +343,7 @@ static ssize_t rdm_tinjectdata(struct fid_ep *fid, const void *buf, size_t len,
 {
 	struct iovec iov = {(void *)buf, len};
 
-	return do_send(lm_rdm_ctx_of(fid)->ep, &iov, 1, dest, tag, data,
+	return do_send(lm_rdm_ctx_of(fid), &iov, 1, dest, tag, data,
 	               FI_INJECT | FI_REMOTE_CQ_DATA, NULL, true, true);
 }
 
@@ -352,6 +365,33 @@ const struct fi_ops_tagged lm_rdm_tagged_ops = {
     .recv = lm_rdm_trecv,
     .recvv = lm_rdm_trecvv,
     .recvmsg = lm_rdm_trecvmsg,
+    .send = rdm_tsend,
+    .sendv = rdm_tsendv,
+    .sendmsg = rdm_tsendmsg,
+    .inject = rdm_tinject,
+    .senddata = rdm_tsenddata,
+    .injectdata = rdm_tinjectdata,
+};
+
+/* A scalable endpoint's transmit context: the sends, and no receives. */
+const struct fi_ops_msg lm_rdm_tx_msg_ops = {
+    .size = sizeof(struct fi_ops_msg),
+    .recv = lm_msg_no_recv,
+    .recvv = lm_msg_no_recvv,
+    .recvmsg = lm_msg_no_recvmsg,
+    .send = rdm_send,
+    .sendv = rdm_sendv,
+    .sendmsg = rdm_sendmsg,
+    .inject = rdm_inject,
+    .senddata = rdm_senddata,
+    .injectdata = rdm_injectdata,
+};
+
+const struct fi_ops_tagged lm_rdm_tx_tagged_ops = {
+    .size = sizeof(struct fi_ops_tagged),
+    .recv = lm_tagged_no_recv,
+    .recvv = lm_tagged_no_recvv,
+    .recvmsg = lm_tagged_no_recvmsg,
     .send = rdm_tsend,
     .sendv = rdm_tsendv,
     .sendmsg = rdm_tsendmsg,

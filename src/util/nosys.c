@@ -88,6 +88,168 @@ const struct fi_ops_cm lm_nosys_cm_ops = {
     .join = lm_cm_no_join,
 };
 
+/* ---- messages ---------------------------------------------------------------- */
+
+ssize_t lm_msg_no_send(struct fid_ep *fid, const void *buf, size_t len, void *desc,
+                       fi_addr_t dest_addr, void *context)
+{
+	(void)fid, (void)buf, (void)len, (void)desc, (void)dest_addr, (void)context;
+	return -FI_ENOSYS;
+}
+
+ssize_t lm_msg_no_sendv(struct fid_ep *fid, const struct iovec *iov, void **desc,
+                        size_t count, fi_addr_t dest_addr, void *context)
+{
+	(void)fid, (void)iov, (void)desc, (void)count, (void)dest_addr, (void)context;
+	return -FI_ENOSYS;
+}
+
+ssize_t lm_msg_no_sendmsg(struct fid_ep *fid, const struct fi_msg *msg, uint64_t flags)
+{
+	(void)fid, (void)msg, (void)flags;
+	return -FI_ENOSYS;
+}
+
+ssize_t lm_msg_no_inject(struct fid_ep *fid, const void *buf, size_t len,
+                         fi_addr_t dest_addr)
+{
+	(void)fid, (void)buf, (void)len, (void)dest_addr;
+	return -FI_ENOSYS;
+}
+
+ssize_t lm_msg_no_senddata(struct fid_ep *fid, const void *buf, size_t len, void *desc,
+                           uint64_t data, fi_addr_t dest_addr, void *context)
+{
+	(void)fid, (void)buf, (void)len, (void)desc, (void)data, (void)dest_addr,
+	    (void)context;
+	return -FI_ENOSYS;
+}
+
+ssize_t lm_msg_no_injectdata(struct fid_ep *fid, const void *buf, size_t len,
+                             uint64_t data, fi_addr_t dest_addr)
+{
+	(void)fid, (void)buf, (void)len, (void)data, (void)dest_addr;
+	return -FI_ENOSYS;
+}
+
+ssize_t lm_tagged_no_send(struct fid_ep *fid, const void *buf, size_t len, void *desc,
+                        fi_addr_t dest_addr, uint64_t tag, void *context)
+{
+	(void)fid, (void)buf, (void)len, (void)desc, (void)dest_addr, (void)tag,
+	    (void)context;
+	return -FI_ENOSYS;
+}
+
+ssize_t lm_tagged_no_sendv(struct fid_ep *fid, const struct iovec *iov, void **desc,
+                         size_t count, fi_addr_t dest_addr, uint64_t tag, void *context)
+{
+	(void)fid, (void)iov, (void)desc, (void)count, (void)dest_addr, (void)tag,
+	    (void)context;
+	return -FI_ENOSYS;
+}
+
+ssize_t lm_tagged_no_sendmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg,
+                           uint64_t flags)
+{
+	(void)fid, (void)msg, (void)flags;
+	return -FI_ENOSYS;
+}
+
+ssize_t lm_tagged_no_inject(struct fid_ep *fid, const void *buf, size_t len,
+                          fi_addr_t dest_addr, uint64_t tag)
+{
+	(void)fid, (void)buf, (void)len, (void)dest_addr, (void)tag;
+	return -FI_ENOSYS;
+}
+
+ssize_t lm_tagged_no_senddata(struct fid_ep *fid, const void *buf, size_t len, void *desc,
+                            uint64_t data, fi_addr_t dest_addr, uint64_t tag,
+                            void *context)
+{
+	(void)fid, (void)buf, (void)len, (void)desc, (void)data, (void)dest_addr,
+	    (void)tag, (void)context;
+	return -FI_ENOSYS;
+}
+
+ssize_t lm_tagged_no_injectdata(struct fid_ep *fid, const void *buf, size_t len,
+                              uint64_t data, fi_addr_t dest_addr, uint64_t tag)
+{
+	(void)fid, (void)buf, (void)len, (void)data, (void)dest_addr, (void)tag;
+	return -FI_ENOSYS;
+}
+
+ssize_t lm_msg_no_recv(struct fid_ep *fid, void *buf, size_t len, void *desc,
+                       fi_addr_t src_addr, void *context)
+{
+	(void)fid, (void)buf, (void)len, (void)desc, (void)src_addr, (void)context;
+	return -FI_ENOSYS;
+}
+
+ssize_t lm_msg_no_recvv(struct fid_ep *fid, const struct iovec *iov, void **desc,
+                        size_t count, fi_addr_t src_addr, void *context)
+{
+	(void)fid, (void)iov, (void)desc, (void)count, (void)src_addr, (void)context;
+	return -FI_ENOSYS;
+}
+
+ssize_t lm_msg_no_recvmsg(struct fid_ep *fid, const struct fi_msg *msg, uint64_t flags)
+{
+	(void)fid, (void)msg, (void)flags;
+	return -FI_ENOSYS;
+}
+
+ssize_t lm_tagged_no_recv(struct fid_ep *fid, void *buf, size_t len, void *desc,
+                          fi_addr_t src_addr, uint64_t tag, uint64_t ignore, void *context)
+{
+	(void)fid, (void)buf, (void)len, (void)desc, (void)src_addr, (void)tag,
+	    (void)ignore, (void)context;
+	return -FI_ENOSYS;
+}
+
+ssize_t lm_tagged_no_recvv(struct fid_ep *fid, const struct iovec *iov, void **desc,
+                           size_t count, fi_addr_t src_addr, uint64_t tag,
+                           uint64_t ignore, void *context)
+{
+	(void)fid, (void)iov, (void)desc, (void)count, (void)src_addr, (void)tag,
+	    (void)ignore, (void)context;
+	return -FI_ENOSYS;
+}
+
+ssize_t lm_tagged_no_recvmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg,
+                             uint64_t flags)
+{
+	(void)fid, (void)msg, (void)flags;
+	return -FI_ENOSYS;
+}
+
+const struct fi_ops_msg lm_nosys_msg_ops = {
+    .size = sizeof(struct fi_ops_msg),
+    .recv = lm_msg_no_recv,
+    .recvv = lm_msg_no_recvv,
+    .recvmsg = lm_msg_no_recvmsg,
+    .send = lm_msg_no_send,
+    .sendv = lm_msg_no_sendv,
+    .sendmsg = lm_msg_no_sendmsg,
+    .inject = lm_msg_no_inject,
+    .senddata = lm_msg_no_senddata,
+    .injectdata = lm_msg_no_injectdata,
+};
+
+const struct fi_ops_tagged lm_nosys_tagged_ops = {
+    .size = sizeof(struct fi_ops_tagged),
+    .recv = lm_tagged_no_recv,
+    .recvv = lm_tagged_no_recvv,
+    .recvmsg = lm_tagged_no_recvmsg,
+    .send = lm_tagged_no_send,
+    .sendv = lm_tagged_no_sendv,
+    .sendmsg = lm_tagged_no_sendmsg,
+    .inject = lm_tagged_no_inject,
+    .senddata = lm_tagged_no_senddata,
+    .injectdata = lm_tagged_no_injectdata,
+};
+
+/* ---- RMA ------------------------------------------------------------------------ */
+
 static ssize_t no_read(struct fid_ep *ep, void *buf, size_t len, void *desc,
                        fi_addr_t src_addr, uint64_t addr, uint64_t key, void *context)
 {

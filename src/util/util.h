@@ -215,6 +215,46 @@ int lm_ep_no_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr,
                     struct fid_ep **tx_ep, void *context);
 int lm_ep_no_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr,
                     struct fid_ep **rx_ep, void *context);
+/* Each half of the message tables -FI_ENOSYS, for a context that only
+ * sends or only receives. */
+ssize_t lm_msg_no_recv(struct fid_ep *fid, void *buf, size_t len, void *desc,
+                       fi_addr_t src_addr, void *context);
+ssize_t lm_msg_no_recvv(struct fid_ep *fid, const struct iovec *iov, void **desc,
+                        size_t count, fi_addr_t src_addr, void *context);
+ssize_t lm_msg_no_recvmsg(struct fid_ep *fid, const struct fi_msg *msg, uint64_t flags);
+ssize_t lm_msg_no_send(struct fid_ep *fid, const void *buf, size_t len, void *desc,
+                       fi_addr_t dest_addr, void *context);
+ssize_t lm_msg_no_sendv(struct fid_ep *fid, const struct iovec *iov, void **desc,
+                        size_t count, fi_addr_t dest_addr, void *context);
+ssize_t lm_msg_no_sendmsg(struct fid_ep *fid, const struct fi_msg *msg, uint64_t flags);
+ssize_t lm_msg_no_inject(struct fid_ep *fid, const void *buf, size_t len,
+                         fi_addr_t dest_addr);
+ssize_t lm_msg_no_senddata(struct fid_ep *fid, const void *buf, size_t len, void *desc,
+                           uint64_t data, fi_addr_t dest_addr, void *context);
+ssize_t lm_msg_no_injectdata(struct fid_ep *fid, const void *buf, size_t len,
+                             uint64_t data, fi_addr_t dest_addr);
+ssize_t lm_tagged_no_recv(struct fid_ep *fid, void *buf, size_t len, void *desc,
+                          fi_addr_t src_addr, uint64_t tag, uint64_t ignore, void *context);
+ssize_t lm_tagged_no_recvv(struct fid_ep *fid, const struct iovec *iov, void **desc,
+                           size_t count, fi_addr_t src_addr, uint64_t tag,
+                           uint64_t ignore, void *context);
+ssize_t lm_tagged_no_recvmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg,
+                             uint64_t flags);
+ssize_t lm_tagged_no_send(struct fid_ep *fid, const void *buf, size_t len, void *desc,
+                          fi_addr_t dest_addr, uint64_t tag, void *context);
+ssize_t lm_tagged_no_sendv(struct fid_ep *fid, const struct iovec *iov, void **desc,
+                           size_t count, fi_addr_t dest_addr, uint64_t tag, void *context);
+ssize_t lm_tagged_no_sendmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg,
+                             uint64_t flags);
+ssize_t lm_tagged_no_inject(struct fid_ep *fid, const void *buf, size_t len,
+                            fi_addr_t dest_addr, uint64_t tag);
+ssize_t lm_tagged_no_senddata(struct fid_ep *fid, const void *buf, size_t len, void *desc,
+                              uint64_t data, fi_addr_t dest_addr, uint64_t tag,
+                              void *context);
+ssize_t lm_tagged_no_injectdata(struct fid_ep *fid, const void *buf, size_t len,
+                                uint64_t data, fi_addr_t dest_addr, uint64_t tag);
+extern const struct fi_ops_msg lm_nosys_msg_ops;
+extern const struct fi_ops_tagged lm_nosys_tagged_ops;
 extern const struct fi_ops_cm lm_nosys_cm_ops;
 extern const struct fi_ops_rma lm_nosys_rma_ops;
 extern const struct fi_ops_atomic lm_nosys_atomic_ops;

@@ -1,0 +1,502 @@
+/* sep.c - scalable endpoints (fi_scalable_ep, man fi_endpoint): one
+ * engine endpoint - one link, one address, one peer table - behind which
+ * stand up to max_ep_tx_ctx transmit and max_ep_rx_ctx receive contexts,
+ * each a fid_ep with its own CQ and counters.  A transmit context's
+ * operations go out through the endpoint's link and report to its own
+ * CQ; a message names the receive context it is for (fi_rx_addr: the
+ * index travels in the header's key word, LM_RDM_WIRE_VERSION), and is
+ * matched and reported there.
+ *
+ *   fi_scalable_ep --> sep (lm_rdm_ep: link, peers, requests)
+ *                       |-- txc[0..ntx)  fi_tx_context: own CQ, counters
+ *                       `-- rxcs[0..nrx) fi_rx_context: own lists, CQ, counter
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rdm.h"
+
+static struct lm_rdm_ep *sep_of(struct fid *fid)
+{
+	return lm_container_of(fid, struct lm_rdm_ctx, ep_fid.fid)->ep;
+}
+
+/* ---- binding a context's CQ and counters ------------------------------------------- */
+
+/* fi_ep_bind of a CQ (flags: its side, and FI_SELECTIVE_COMPLETION) or a
+ * counter (flags: the kinds of side it may count) to rep. */
+static int rep_bind(struct lm_rdm_ep *ep, struct lm_rdm_report *rep, bool enabled,
+                    struct fid *bfid, uint64_t flags, uint64_t side, uint64_t cntr_kinds)
+{
+	static const uint64_t cntr_bits[LM_CNTR_MAX] = {FI_SEND, FI_RECV, FI_READ, FI_WRITE,
+	                                                0,       0};
+
+	if (!bfid)
+		return -FI_EINVAL;
+	if (enabled)
+		return -FI_EOPBADSTATE;
+	if (bfid->fclass == FI_CLASS_CQ) {
+		struct lm_cq *cq = lm_container_of(bfid, struct lm_cq, cq_fid.fid);
+
+		if (flags & ~(side | FI_SELECTIVE_COMPLETION))
+			return -FI_EBADFLAGS;
+		if (!(flags & side) || cq->domain != &ep->dom->util || rep->cq)
+			return -FI_EINVAL;
+		rep->cq = cq;
+		rep->selective = flags & FI_SELECTIVE_COMPLETION;
+		atomic_fetch_add(&cq->ref, 1);
+		if (!cq->strerror)
+			cq->strerror = lm_rdm_strerror;
+		return 0;
+	}
+	if (bfid->fclass == FI_CLASS_CNTR) {
+		struct lm_cntr *c = lm_container_of(bfid, struct lm_cntr, cntr_fid.fid);
+
+		if (flags & ~cntr_kinds)
+			return -FI_EBADFLAGS;
+		if (!flags || c->domain != &ep->dom->util)
+			return -FI_EINVAL;
+		for (int i = 0; i < LM_CNTR_MAX; i++)
+			if ((flags & cntr_bits[i]) && rep->cntr[i])
+				return -FI_EINVAL;
+		for (int i = 0; i < LM_CNTR_MAX; i++) {
+			if (!(flags & cntr_bits[i]))
+				continue;
+			rep->cntr[i] = c;
+			atomic_fetch_add(&c->ref, 1);
+		}
+		return 0;
+	}
+	return -FI_EINVAL;
+}
+
+static void rep_unbind(struct lm_rdm_report *rep)
+{
+	if (rep->cq)
+		atomic_fetch_sub(&rep->cq->ref, 1);
+	for (int i = 0; i < LM_CNTR_MAX; i++)
+		if (rep->cntr[i])
+			atomic_fetch_sub(&rep->cntr[i]->ref, 1);
+}
+
+static bool rep_any(const struct lm_rdm_report *rep)
+{
+	for (int i = 0; i < LM_CNTR_MAX; i++)
+		if (rep->cntr[i])
+			return true;
+	return rep->cq != NULL;
+}
+
+/* A context enabled: under ep->lock, true when its hooks are to be added
+ * now (the endpoint is enabled already; else lm_rdm_sep_hooks_add does). */
+static bool ctx_enable(struct lm_rdm_ep *ep, const struct lm_rdm_report *rep,
+                       struct lm_rdm_hook *hooks, size_t *nhooks, bool *enabled)
+{
+	if (*enabled)
+		return false;
+	*enabled = true;
+	*nhooks = lm_rdm_hooks_prepare(hooks, &rep, 1);
+	return ep->enabled;
+}
+
+/* ---- transmit contexts ------------------------------------------------------------ */
+
+static struct lm_rdm_txc *txc_of(struct fid *fid)
+{
+	return lm_container_of(fid, struct lm_rdm_txc, ctx.ep_fid.fid);
+}
+
+static int txc_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct lm_rdm_txc *t = txc_of(fid);
+	struct lm_rdm_ep *ep = t->ctx.ep;
+	int ret;
+
+	lm_lock_acquire(ep->lock);
+	ret = rep_bind(ep, &t->rep, t->enabled, bfid, flags, FI_TRANSMIT,
+	               FI_SEND | FI_READ | FI_WRITE);
+	lm_lock_release(ep->lock);
+	return ret;
+}
+
+static int txc_control(struct fid *fid, int command, void *arg)
+{
+	struct lm_rdm_txc *t = txc_of(fid);
+	struct lm_rdm_ep *ep = t->ctx.ep;
+	uint64_t *flags = arg;
+	bool add;
+
+	switch (command) {
+	case FI_ENABLE:
+		if (!rep_any(&t->rep))
+			return -FI_ENOCQ;
+		lm_lock_acquire(ep->lock);
+		add = ctx_enable(ep, &t->rep, t->hooks, &t->nhooks, &t->enabled);
+		lm_lock_release(ep->lock);
+		if (add)
+			lm_rdm_hooks_add(ep, t->hooks, t->nhooks);
+		return 0;
+	case FI_GETOPSFLAG:
+		if (!flags || !(*flags & FI_TRANSMIT))
+			return -FI_EINVAL;
+		*flags = t->ctx.tx_flags;
+		return 0;
+	case FI_SETOPSFLAG:
+		if (!flags || !(*flags & FI_TRANSMIT) || (*flags & FI_RECV))
+			return -FI_EINVAL;
+		t->ctx.tx_flags = *flags & ~FI_TRANSMIT;
+		return 0;
+	default:
+		return -FI_ENOSYS;
+	}
+}
+
+/* Refused while an operation of its is in flight: its completion would
+ * have nowhere to go. */
+static int txc_close(struct fid *fid)
+{
+	struct lm_rdm_txc *t = txc_of(fid);
+	struct lm_rdm_ep *ep = t->ctx.ep;
+	bool busy = false;
+
+	lm_lock_acquire(ep->lock);
+	for (size_t i = 0; i < ep->tx_count && !busy; i++)
+		busy = ep->tx[i]->state != LM_TX_FREE && ep->tx[i]->rep == &t->rep;
+	if (!busy)
+		for (size_t i = 0; i < ep->ntx; i++)
+			if (ep->txc[i] == t)
+				ep->txc[i] = NULL;
+	lm_lock_release(ep->lock);
+	if (busy)
+		return -FI_EBUSY;
+	lm_rdm_hooks_del(t->hooks, t->nhooks);
+	rep_unbind(&t->rep);
+	atomic_fetch_sub(&ep->ref, 1);
+	free(t);
+	return 0;
+}
+
+static const struct fi_ops txc_fid_ops = {
+    .size = sizeof(struct fi_ops),
+    .close = txc_close,
+    .bind = txc_bind,
+    .control = txc_control,
+    .ops_open = lm_fid_no_ops_open,
+};
+
+static ssize_t txc_cancel(fid_t fid, void *context)
+{
+	(void)fid, (void)context;
+	return -FI_ENOENT; /* sends are not cancelled */
+}
+
+static int no_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
+{
+	(void)fid, (void)level, (void)optname, (void)optval, (void)optlen;
+	return -FI_ENOPROTOOPT;
+}
+
+static int no_setopt(fid_t fid, int level, int optname, const void *optval, size_t optlen)
+{
+	(void)fid, (void)level, (void)optname, (void)optval, (void)optlen;
+	return -FI_ENOPROTOOPT;
+}
+
+static ssize_t txc_tx_size_left(struct fid_ep *fid)
+{
+	struct lm_rdm_ep *ep = lm_rdm_ep_of(fid);
+	ssize_t n;
+
+	lm_lock_acquire(ep->lock);
+	n = (ssize_t)ep->tx_nfree;
+	lm_lock_release(ep->lock);
+	return n;
+}
+
+static ssize_t no_size_left(struct fid_ep *fid)
+{
+	(void)fid;
+	return -FI_ENOSYS;
+}
+
+static const struct fi_ops_ep txc_ep_ops = {
+    .size = sizeof(struct fi_ops_ep),
+    .cancel = txc_cancel,
+    .getopt = no_getopt,
+    .setopt = no_setopt,
+    .tx_ctx = lm_ep_no_tx_ctx,
+    .rx_ctx = lm_ep_no_rx_ctx,
+    .rx_size_left = no_size_left,
+    .tx_size_left = txc_tx_size_left,
+};
+
+static int sep_tx_ctx(struct fid_ep *fid, int index, struct fi_tx_attr *attr,
+                      struct fid_ep **tx_ep, void *context)
+{
+	struct lm_rdm_ep *ep = sep_of(&fid->fid);
+	struct lm_rdm_txc *t;
+	int ret = 0;
+
+	if (!tx_ep || index < 0 || (size_t)index >= ep->ntx ||
+	    (attr && (attr->iov_limit > LM_IOV_LIMIT ||
+	              (attr->caps & ~ep->info->tx_attr->caps))))
+		return -FI_EINVAL;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -FI_ENOMEM;
+	t->ctx.ep = ep;
+	t->ctx.txrep = &t->rep;
+	t->ctx.tx_flags = attr ? attr->op_flags : ep->ctx.tx_flags;
+	t->ctx.ep_fid.fid.fclass = FI_CLASS_TX_CTX;
+	t->ctx.ep_fid.fid.context = context;
+	t->ctx.ep_fid.fid.ops = (struct fi_ops *)&txc_fid_ops;
+	t->ctx.ep_fid.ops = (struct fi_ops_ep *)&txc_ep_ops;
+	t->ctx.ep_fid.cm = (struct fi_ops_cm *)&lm_nosys_cm_ops;
+	t->ctx.ep_fid.msg = (struct fi_ops_msg *)&lm_rdm_tx_msg_ops;
+	t->ctx.ep_fid.tagged = (struct fi_ops_tagged *)&lm_rdm_tx_tagged_ops;
+	t->ctx.ep_fid.rma = (struct fi_ops_rma *)&lm_rdm_rma_ops;
+	t->ctx.ep_fid.atomic = (struct fi_ops_atomic *)&lm_rdm_atomic_ops;
+	lm_lock_acquire(ep->lock);
+	if (ep->txc[index])
+		ret = -FI_EBUSY; /* open already */
+	else
+		ep->txc[index] = t;
+	lm_lock_release(ep->lock);
+	if (ret) {
+		free(t);
+		return ret;
+	}
+	atomic_fetch_add(&ep->ref, 1);
+	if (attr)
+		*attr = *ep->info->tx_attr;
+	*tx_ep = &t->ctx.ep_fid;
+	return 0;
+}
+
+/* ---- receive contexts -------------------------------------------------------------- */
+
+static struct lm_rdm_rxc *rxc_of(struct fid *fid)
+{
+	return lm_container_of(fid, struct lm_rdm_rxc, ep_fid.fid);
+}
+
+static int rxc_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct lm_rdm_rxc *r = rxc_of(fid);
+	int ret;
+
+	lm_lock_acquire(r->sep->lock);
+	ret = rep_bind(r->sep, &r->rep, r->enabled, bfid, flags, FI_RECV, FI_RECV);
+	lm_lock_release(r->sep->lock);
+	return ret;
+}
+
+static int rxc_control(struct fid *fid, int command, void *arg)
+{
+	struct lm_rdm_rxc *r = rxc_of(fid);
+	struct lm_rdm_ep *ep = r->sep;
+	bool add;
+
+	(void)arg;
+	if (command != FI_ENABLE)
+		return -FI_ENOSYS;
+	if (!rep_any(&r->rep))
+		return -FI_ENOCQ;
+	lm_lock_acquire(ep->lock);
+	add = ctx_enable(ep, &r->rep, r->hooks, &r->nhooks, &r->enabled);
+	lm_lock_release(ep->lock);
+	if (add)
+		lm_rdm_hooks_add(ep, r->hooks, r->nhooks);
+	return 0;
+}
+
+/* Refused while a transfer still lands in one of its receives; receives
+ * and messages still queued go with it. */
+static int rxc_close(struct fid *fid)
+{
+	struct lm_rdm_rxc *r = rxc_of(fid);
+	struct lm_rdm_ep *ep = r->sep;
+	bool busy = false;
+
+	lm_lock_acquire(ep->lock);
+	for (size_t i = 0; i < ep->rndv_count && !busy; i++)
+		busy = ep->rndv[i].state != LM_RNDV_FREE && ep->rndv[i].rx &&
+		       ep->rndv[i].rx->rxc == r;
+	if (!busy) {
+		for (size_t i = 0; i < ep->nrx; i++)
+			if (ep->rxcs[i] == r)
+				ep->rxcs[i] = NULL;
+		lm_rdm_rxc_fini(r);
+	}
+	lm_lock_release(ep->lock);
+	if (busy)
+		return -FI_EBUSY;
+	lm_rdm_hooks_del(r->hooks, r->nhooks);
+	rep_unbind(&r->rep);
+	atomic_fetch_sub(&ep->ref, 1);
+	free(r);
+	return 0;
+}
+
+static const struct fi_ops rxc_fid_ops = {
+    .size = sizeof(struct fi_ops),
+    .close = rxc_close,
+    .bind = rxc_bind,
+    .control = rxc_control,
+    .ops_open = lm_fid_no_ops_open,
+};
+
+static int sep_rx_ctx(struct fid_ep *fid, int index, struct fi_rx_attr *attr,
+                      struct fid_ep **rx_ep, void *context)
+{
+	struct lm_rdm_ep *ep = sep_of(&fid->fid);
+	const struct fi_rx_attr *dflt = ep->info->rx_attr;
+	struct lm_rdm_rxc *r;
+	int ret;
+
+	if (!rx_ep || index < 0 || (size_t)index >= ep->nrx ||
+	    (attr && (attr->iov_limit > LM_IOV_LIMIT || (attr->caps & ~dflt->caps))))
+		return -FI_EINVAL;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -FI_ENOMEM;
+	ret = lm_rdm_rxc_init(r, ep->dom, ep->caps, ep->own_rxc.rx_limit,
+	                      ep->own_rxc.unexp_max, false);
+	if (ret) {
+		lm_rdm_rxc_fini(r);
+		free(r);
+		return ret;
+	}
+	r->sep = ep;
+	r->op_flags = attr ? attr->op_flags : ep->ctx.rx_flags;
+	r->ep_fid.fid.fclass = FI_CLASS_RX_CTX;
+	r->ep_fid.fid.context = context;
+	r->ep_fid.fid.ops = (struct fi_ops *)&rxc_fid_ops;
+	r->ep_fid.ops = (struct fi_ops_ep *)&lm_rdm_rxc_ep_ops;
+	r->ep_fid.cm = (struct fi_ops_cm *)&lm_nosys_cm_ops;
+	r->ep_fid.msg = (struct fi_ops_msg *)&lm_rdm_rxc_msg_ops;
+	r->ep_fid.tagged = (struct fi_ops_tagged *)&lm_rdm_rxc_tagged_ops;
+	r->ep_fid.rma = (struct fi_ops_rma *)&lm_nosys_rma_ops;
+	r->ep_fid.atomic = (struct fi_ops_atomic *)&lm_nosys_atomic_ops;
+	lm_lock_acquire(ep->lock);
+	if (ep->rxcs[index])
+		ret = -FI_EBUSY;
+	else
+		ep->rxcs[index] = r;
+	lm_lock_release(ep->lock);
+	if (ret) {
+		lm_rdm_rxc_fini(r);
+		free(r);
+		return ret;
+	}
+	atomic_fetch_add(&ep->ref, 1);
+	if (attr)
+		*attr = *dflt;
+	*rx_ep = &r->ep_fid;
+	return 0;
+}
+
+/* ---- the scalable endpoint --------------------------------------------------------- */
+
+void lm_rdm_sep_hooks_add(struct lm_rdm_ep *ep)
+{
+	for (size_t i = 0; i < ep->ntx; i++)
+		if (ep->txc[i] && ep->txc[i]->enabled)
+			lm_rdm_hooks_add(ep, ep->txc[i]->hooks, ep->txc[i]->nhooks);
+	for (size_t i = 0; i < ep->nrx; i++)
+		if (ep->rxcs[i] && ep->rxcs[i]->enabled)
+			lm_rdm_hooks_add(ep, ep->rxcs[i]->hooks, ep->rxcs[i]->nhooks);
+}
+
+/* Only an AV is bound to it (fi_scalable_ep_bind); CQs and counters go to
+ * its contexts. */
+static int sep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	if (!bfid || bfid->fclass != FI_CLASS_AV)
+		return -FI_EINVAL;
+	return lm_rdm_ep_bind(fid, bfid, flags);
+}
+
+static int sep_control(struct fid *fid, int command, void *arg)
+{
+	struct lm_rdm_ep *ep = sep_of(fid);
+	int ret;
+
+	(void)arg;
+	if (command != FI_ENABLE)
+		return -FI_ENOSYS;
+	lm_lock_acquire(ep->lock);
+	ret = lm_rdm_ep_enable(ep);
+	lm_lock_release(ep->lock);
+	if (ret == 1) {
+		lm_rdm_sep_hooks_add(ep);
+		ret = 0;
+	}
+	return ret;
+}
+
+static const struct fi_ops sep_fid_ops = {
+    .size = sizeof(struct fi_ops),
+    .close = lm_rdm_ep_close, /* -FI_EBUSY while a context is open */
+    .bind = sep_bind,
+    .control = sep_control,
+    .ops_open = lm_fid_no_ops_open,
+};
+
+static ssize_t sep_cancel(fid_t fid, void *context)
+{
+	(void)fid, (void)context;
+	return -FI_ENOENT; /* operations are its contexts' */
+}
+
+static const struct fi_ops_ep sep_ep_ops = {
+    .size = sizeof(struct fi_ops_ep),
+    .cancel = sep_cancel,
+    .getopt = no_getopt,
+    .setopt = no_setopt,
+    .tx_ctx = sep_tx_ctx,
+    .rx_ctx = sep_rx_ctx,
+    .rx_size_left = no_size_left,
+    .tx_size_left = no_size_left,
+};
+
+int lm_rdm_scalable_ep(struct fid_domain *domain, struct fi_info *info,
+                       struct fid_ep **sep, void *context)
+{
+	struct lm_rdm_domain *dom =
+	    lm_container_of(domain, struct lm_rdm_domain, util.domain_fid);
+	const struct fi_domain_attr *da = dom->util.info->domain_attr;
+	struct lm_rdm_ep *ep;
+	struct fid_ep *fid;
+	size_t ntx, nrx;
+	int ret;
+
+	if (!info || !sep || !info->ep_attr || info->ep_attr->type != FI_EP_RDM)
+		return -FI_EINVAL;
+	ntx = info->ep_attr->tx_ctx_cnt ? info->ep_attr->tx_ctx_cnt : 1;
+	nrx = info->ep_attr->rx_ctx_cnt ? info->ep_attr->rx_ctx_cnt : 1;
+	if (ntx == FI_SHARED_CONTEXT || nrx == FI_SHARED_CONTEXT || ntx > da->max_ep_tx_ctx ||
+	    nrx > da->max_ep_rx_ctx)
+		return -FI_EINVAL;
+	ret = lm_rdm_endpoint(domain, info, &fid, context);
+	if (ret)
+		return ret;
+	ep = lm_rdm_ep_of(fid);
+	ep->txc = calloc(ntx, sizeof(*ep->txc));
+	ep->rxcs = calloc(nrx, sizeof(*ep->rxcs));
+	if (!ep->txc || !ep->rxcs) {
+		lm_rdm_ep_close(&fid->fid);
+		return -FI_ENOMEM;
+	}
+	ep->ntx = ntx;
+	ep->nrx = nrx;
+	fid->fid.fclass = FI_CLASS_SEP;
+	fid->fid.ops = (struct fi_ops *)&sep_fid_ops;
+	fid->ops = (struct fi_ops_ep *)&sep_ep_ops;
+	fid->msg = (struct fi_ops_msg *)&lm_nosys_msg_ops;
+	fid->tagged = (struct fi_ops_tagged *)&lm_nosys_tagged_ops;
+	fid->rma = (struct fi_ops_rma *)&lm_nosys_rma_ops;
+	fid->atomic = (struct fi_ops_atomic *)&lm_nosys_atomic_ops;
+	*sep = fid;
+	return 0;
+}
