@@ -62,6 +62,7 @@ static const struct {
 
 struct cfg {
 	const char *prov;
+	enum tool_ep_kind kind; /* -x */
 	const char *domain;
 	const char *ep_name;
 	enum fi_ep_type ep_type;
@@ -114,6 +115,10 @@ static int getinfo(const struct cfg *c, void *dest, size_t len, uint32_t fmt,
 	 * not a capability every provider lists. */
 	if (c->op->op == OP_WRITEDATA)
 		h->domain_attr->cq_data_size = sizeof(uint64_t);
+	if (c->kind == TOOL_EP_SHARED) {
+		h->ep_attr->tx_ctx_cnt = FI_SHARED_CONTEXT;
+		h->ep_attr->rx_ctx_cnt = FI_SHARED_CONTEXT;
+	}
 	return tool_getinfo(h, dest, len, fmt, 0, out);
 }
 
@@ -230,11 +235,11 @@ static int post_recv(struct fb *f, int slot)
 		len = f->fab.info->ep_attr->max_msg_size;
 	if (f->c->op->op == OP_TAGGED)
 		POST(f, "fi_trecv",
-		     fi_trecv(f->fab.ep, rx_buf(f), len, f->fab.desc, FI_ADDR_UNSPEC,
+		     fi_trecv(f->fab.rx, rx_buf(f), len, f->fab.desc, FI_ADDR_UNSPEC,
 		              BENCH_TAG, 0, &f->rx_ctx[slot]));
 	else
 		POST(f, "fi_recv",
-		     fi_recv(f->fab.ep, rx_buf(f), len, f->fab.desc, FI_ADDR_UNSPEC,
+		     fi_recv(f->fab.rx, rx_buf(f), len, f->fab.desc, FI_ADDR_UNSPEC,
 		             &f->rx_ctx[slot]));
 	return 0;
 }
@@ -247,19 +252,19 @@ static int post_send(struct fb *f, size_t size, int slot, bool allow_inject)
 	if (f->c->op->op == OP_TAGGED) {
 		if (inject)
 			POST(f, "fi_tinject",
-			     fi_tinject(f->fab.ep, tx_buf(f), size, f->fab.peer,
+			     fi_tinject(f->fab.tx, tx_buf(f), size, f->fab.peer,
 			                BENCH_TAG));
 		else
 			POST(f, "fi_tsend",
-			     fi_tsend(f->fab.ep, tx_buf(f), size, f->fab.desc,
+			     fi_tsend(f->fab.tx, tx_buf(f), size, f->fab.desc,
 			              f->fab.peer, BENCH_TAG, &f->tx_ctx[slot]));
 	} else {
 		if (inject)
 			POST(f, "fi_inject",
-			     fi_inject(f->fab.ep, tx_buf(f), size, f->fab.peer));
+			     fi_inject(f->fab.tx, tx_buf(f), size, f->fab.peer));
 		else
 			POST(f, "fi_send",
-			     fi_send(f->fab.ep, tx_buf(f), size, f->fab.desc, f->fab.peer,
+			     fi_send(f->fab.tx, tx_buf(f), size, f->fab.desc, f->fab.peer,
 			             &f->tx_ctx[slot]));
 	}
 	return inject ? 1 : 0;
@@ -270,22 +275,22 @@ static int post_onesided(struct fb *f, size_t size, int slot, uint64_t data)
 	switch (f->c->op->op) {
 	case OP_WRITE:
 		POST(f, "fi_write",
-		     fi_write(f->fab.ep, tx_buf(f), size, f->fab.desc, f->fab.peer,
+		     fi_write(f->fab.tx, tx_buf(f), size, f->fab.desc, f->fab.peer,
 		              f->raddr, f->rkey, &f->tx_ctx[slot]));
 		break;
 	case OP_WRITEDATA:
 		POST(f, "fi_writedata",
-		     fi_writedata(f->fab.ep, tx_buf(f), size, f->fab.desc, data,
+		     fi_writedata(f->fab.tx, tx_buf(f), size, f->fab.desc, data,
 		                  f->fab.peer, f->raddr, f->rkey, &f->tx_ctx[slot]));
 		break;
 	case OP_READ:
 		POST(f, "fi_read",
-		     fi_read(f->fab.ep, rx_buf(f), size, f->fab.desc, f->fab.peer,
+		     fi_read(f->fab.tx, rx_buf(f), size, f->fab.desc, f->fab.peer,
 		             f->raddr, f->rkey, &f->tx_ctx[slot]));
 		break;
 	case OP_FATOMIC:
 		POST(f, "fi_fetch_atomic",
-		     fi_fetch_atomic(f->fab.ep, tx_buf(f), size / ATOMIC_ELEM,
+		     fi_fetch_atomic(f->fab.tx, tx_buf(f), size / ATOMIC_ELEM,
 		                     f->fab.desc, res_buf(f), f->fab.desc, f->fab.peer,
 		                     f->raddr, f->rkey, FI_UINT64, FI_SUM,
 		                     &f->tx_ctx[slot]));
@@ -343,7 +348,10 @@ static int wait_cm(struct fb *f, uint32_t want, struct fi_eq_cm_entry *entry)
 static int open_ep(struct fb *f, struct fi_info *info)
 {
 	const char *call;
-	int ret = tool_open_ep(&f->fab, info, FI_CQ_FORMAT_DATA, &call);
+	int ret;
+
+	f->fab.kind = f->c->kind;
+	ret = tool_open_ep(&f->fab, info, FI_CQ_FORMAT_DATA, &call);
 
 	/* Every region is the target of some operation; keys differ per process. */
 	if (!ret)
@@ -855,6 +863,7 @@ static void usage(void)
 	    "usage: fabric_bench -p PROV [-e rdm|msg|dgram] [-o OP] [-k lat|bw]\n"
 	    "                    [-S SIZES] [-I OPS] [-B MiB] [-r REPS] [-w WINDOW]\n"
 	    "                    [-n PAIRS] [-c] [-T SECONDS] [-A] [-d DOMAIN] [-P]\n"
+	    "                    [-x plain|shared|sep]\n"
 	    "  OP: send tagged write read writedata fatomic (default send)\n"
 	    "  -k lat   latency (half round trip for send, tagged, writedata;\n"
 	    "           one completed operation for write, read, fatomic)\n"
@@ -867,6 +876,9 @@ static void usage(void)
 	    "  -A       do not pin the two processes of a pair to different CPUs\n"
 	    "  -P       only check that the provider offers the operation (exit 2 if "
 	    "not)\n"
+	    "  -x       plain (default): one endpoint; shared: bound to a shared\n"
+	    "           transmit and receive context; sep: a scalable endpoint's\n"
+	    "           transmit and receive context\n"
 	    "Prints '# library: PATH' then CSV: %s\n",
 	    "bench,op,metric,provider,ep_type,size,iterations,window,pairs,reps,median,"
 	    "min,max,unit");
@@ -883,7 +895,7 @@ int main(int argc, char **argv)
 	bool do_probe = false;
 	int i, opt, ret;
 
-	while ((opt = bench_getopt(argc, argv, "p:e:o:k:w:n:d:Ph" BENCH_OPTS, &c.o)) !=
+	while ((opt = bench_getopt(argc, argv, "p:e:o:k:w:n:d:x:Ph" BENCH_OPTS, &c.o)) !=
 	       -1) {
 		switch (opt) {
 		case 'p':
@@ -918,6 +930,16 @@ int main(int argc, char **argv)
 			break;
 		case 'P':
 			do_probe = true;
+			break;
+		case 'x':
+			if (!strcmp(optarg, "shared"))
+				c.kind = TOOL_EP_SHARED;
+			else if (!strcmp(optarg, "sep"))
+				c.kind = TOOL_EP_SCALABLE;
+			else if (strcmp(optarg, "plain")) {
+				usage();
+				return 1;
+			}
 			break;
 		default:
 			usage();

@@ -53,6 +53,38 @@ static int failed_at(const char **failed, const char *call, int ret)
 	return ret;
 }
 
+/* A scalable endpoint with one transmit and one receive context, both on
+ * t->cq; a new address vector. */
+static int open_scalable(struct tool_fabric *t, struct fi_info *info, const char **failed)
+{
+	struct fi_av_attr av_attr = {.type = FI_AV_UNSPEC};
+	int ret;
+
+	info->ep_attr->tx_ctx_cnt = 1;
+	info->ep_attr->rx_ctx_cnt = 1;
+	if ((ret = fi_scalable_ep(t->domain, info, &t->ep, NULL)))
+		return failed_at(failed, "fi_scalable_ep", ret);
+	if ((ret = fi_av_open(t->domain, &av_attr, &t->av, NULL)))
+		return failed_at(failed, "fi_av_open", ret);
+	if ((ret = fi_scalable_ep_bind(t->ep, &t->av->fid, 0)))
+		return failed_at(failed, "fi_scalable_ep_bind", ret);
+	if ((ret = fi_tx_context(t->ep, 0, NULL, &t->tx, NULL)))
+		return failed_at(failed, "fi_tx_context", ret);
+	if ((ret = fi_rx_context(t->ep, 0, NULL, &t->rx, NULL)))
+		return failed_at(failed, "fi_rx_context", ret);
+	if ((ret = fi_ep_bind(t->tx, &t->cq->fid, FI_TRANSMIT)))
+		return failed_at(failed, "fi_ep_bind(tx, cq)", ret);
+	if ((ret = fi_ep_bind(t->rx, &t->cq->fid, FI_RECV)))
+		return failed_at(failed, "fi_ep_bind(rx, cq)", ret);
+	if ((ret = fi_enable(t->tx)))
+		return failed_at(failed, "fi_enable(tx)", ret);
+	if ((ret = fi_enable(t->rx)))
+		return failed_at(failed, "fi_enable(rx)", ret);
+	if ((ret = fi_enable(t->ep)))
+		return failed_at(failed, "fi_enable", ret);
+	return 0;
+}
+
 int tool_open_ep(struct tool_fabric *t, struct fi_info *info, enum fi_cq_format format,
                  const char **failed)
 {
@@ -64,8 +96,22 @@ int tool_open_ep(struct tool_fabric *t, struct fi_info *info, enum fi_cq_format 
 		return failed_at(failed, "fi_domain", ret);
 	if ((ret = fi_cq_open(t->domain, &cq_attr, &t->cq, NULL)))
 		return failed_at(failed, "fi_cq_open", ret);
+	if (t->kind == TOOL_EP_SCALABLE)
+		return open_scalable(t, info, failed);
 	if ((ret = fi_endpoint(t->domain, info, &t->ep, NULL)))
 		return failed_at(failed, "fi_endpoint", ret);
+	t->tx = t->rx = t->ep;
+	if (t->kind == TOOL_EP_SHARED) {
+		if ((ret = fi_stx_context(t->domain, info->tx_attr, &t->stx, NULL)))
+			return failed_at(failed, "fi_stx_context", ret);
+		if ((ret = fi_srx_context(t->domain, info->rx_attr, &t->srx, NULL)))
+			return failed_at(failed, "fi_srx_context", ret);
+		if ((ret = fi_ep_bind(t->ep, &t->stx->fid, 0)))
+			return failed_at(failed, "fi_ep_bind(stx)", ret);
+		if ((ret = fi_ep_bind(t->ep, &t->srx->fid, 0)))
+			return failed_at(failed, "fi_ep_bind(srx)", ret);
+		t->rx = t->srx;
+	}
 	if ((ret = fi_ep_bind(t->ep, &t->cq->fid, FI_TRANSMIT | FI_RECV)))
 		return failed_at(failed, "fi_ep_bind(cq)", ret);
 	if (t->eq) {
@@ -110,7 +156,15 @@ int tool_reg_mr(struct tool_fabric *t, const struct fi_info *info, void *buf, si
 void tool_fabric_close(struct tool_fabric *t)
 {
 	CLOSE(t->mr);
+	if (t->tx == t->ep)
+		t->tx = NULL;
+	if (t->rx == t->ep || t->rx == t->srx)
+		t->rx = NULL;
+	CLOSE(t->tx); /* a scalable endpoint's contexts, before it */
+	CLOSE(t->rx);
 	CLOSE(t->ep);
+	CLOSE(t->srx);
+	CLOSE(t->stx);
 	CLOSE(t->pep);
 	CLOSE(t->av);
 	CLOSE(t->cq);

@@ -14,13 +14,23 @@
 /* What one side of a two-process test opens, closed in one place. A
  * connected endpoint (msg) has an event queue and no address vector; the
  * others the reverse. */
+/* How its endpoint is made (tool_open_ep): a plain endpoint; one bound
+ * to a shared transmit and a shared receive context; or a scalable
+ * endpoint with one context of each. */
+enum tool_ep_kind { TOOL_EP_PLAIN, TOOL_EP_SHARED, TOOL_EP_SCALABLE };
+
 struct tool_fabric {
 	struct fi_info *info;
 	struct fid_fabric *fabric;
 	struct fid_domain *domain;
 	struct fid_eq *eq;
 	struct fid_pep *pep;
-	struct fid_ep *ep;
+	enum tool_ep_kind kind;
+	struct fid_ep *ep;   /* the endpoint: names, connections, RMA keys */
+	struct fid_ep *tx;   /* where operations are posted: ep or its context */
+	struct fid_ep *rx;   /* where receives are posted: ep, an SRX, a context */
+	struct fid_stx *stx; /* TOOL_EP_SHARED */
+	struct fid_ep *srx;
 	struct fid_cq *cq;
 	struct fid_av *av;
 	struct fid_mr *mr;
@@ -39,9 +49,10 @@ int tool_getinfo(struct fi_info *hints, void *dest, size_t dest_len, uint32_t ad
                  uint64_t flags, struct fi_info **out);
 
 /* Opens the domain, a polled completion queue of the given format, and the
- * endpoint, binds them (the event queue if t->eq is open, else a new address
- * vector) and enables it. On failure returns the error and sets *failed to
- * the call that returned it, for the caller to report its own way. */
+ * endpoint of t->kind, binds them (the event queue if t->eq is open, else a
+ * new address vector) and enables it; t->tx and t->rx say where to post.
+ * On failure returns the error and sets *failed to the call that returned
+ * it, for the caller to report its own way. */
 int tool_open_ep(struct tool_fabric *t, struct fi_info *info, enum fi_cq_format format,
                  const char **failed);
 

@@ -863,25 +863,18 @@ static const struct fi_ops_cm ep_cm_ops = {
 static int tables_init(struct lm_rdm_ep *ep)
 {
 	int ret;
-	size_t tx_bytes = sizeof(struct lm_rdm_tx) + ep->inject_size;
 
 	ep->tx = calloc(ep->tx_count, sizeof(*ep->tx));
 	ep->tx_free = calloc(ep->tx_count, sizeof(*ep->tx_free));
 	ep->rndv = calloc(ep->rndv_count, sizeof(*ep->rndv));
 	if (!ep->tx || !ep->tx_free || !ep->rndv)
 		return -FI_ENOMEM;
-	/* Requests are allocated up front: the data path never mallocs. */
-	for (size_t i = 0; i < ep->tx_count; i++) {
-		ep->tx[i] = calloc(1, tx_bytes);
-		if (!ep->tx[i])
-			return -FI_ENOMEM;
-		ep->tx[i]->slot = (uint32_t)i;
-		ep->tx[i]->gen = 1;
+	/* Requests are made on a slot's first use (lm_rdm_tx_alloc), and
+	 * transfer slots get their first generation on theirs (rndv_alloc):
+	 * an endpoint that never sends holds a table of pointers. */
+	for (size_t i = 0; i < ep->tx_count; i++)
 		ep->tx_free[i] = (uint32_t)(ep->tx_count - 1 - i);
-	}
 	ep->tx_nfree = ep->tx_count;
-	for (size_t i = 0; i < ep->rndv_count; i++)
-		ep->rndv[i].gen = 1;
 	if (lm_bufpool_init(&ep->ctl_pool, sizeof(struct lm_rdm_ctl), 0, CTL_POOL_CHUNK, 0))
 		return -FI_ENOMEM;
 	ret = lm_rdm_rxc_init(&ep->own_rxc, ep->dom, ep->caps, ep->own_rxc.rx_limit,

@@ -35,10 +35,24 @@
 struct lm_rdm_tx *lm_rdm_tx_alloc(struct lm_rdm_ep *ep)
 {
 	struct lm_rdm_tx *tx;
+	uint32_t slot;
 
 	if (!ep->tx_nfree)
 		return NULL;
-	tx = ep->tx[ep->tx_free[--ep->tx_nfree]];
+	slot = ep->tx_free[ep->tx_nfree - 1];
+	tx = ep->tx[slot];
+	if (__builtin_expect(!tx, 0)) {
+		/* A slot's request is made the first time the slot is used
+		 * (free slots are a stack: the same few come back): an idle
+		 * endpoint holds none, a busy one keeps what it grew to. */
+		tx = calloc(1, sizeof(*tx) + ep->inject_size);
+		if (!tx)
+			return NULL;
+		tx->slot = slot;
+		tx->gen = 1;
+		ep->tx[slot] = tx;
+	}
+	ep->tx_nfree--;
 	tx->state = LM_TX_QUEUED;
 	tx->done = 0;
 	tx->result = NULL;
@@ -109,9 +123,8 @@ struct lm_rdm_tx *lm_rdm_tx_lookup(struct lm_rdm_ep *ep, uint64_t handle,
 	uint32_t slot = lm_rdm_handle_slot(handle);
 	struct lm_rdm_tx *tx;
 
-	if (slot >= ep->tx_count)
+	if (slot >= ep->tx_count || !(tx = ep->tx[slot]))
 		return NULL;
-	tx = ep->tx[slot];
 	/* Only the peer a request went to answers it: a handle sent by
 	 * anyone else names nothing. */
 	if (!lm_rdm_handle_is(handle, tx->gen) || tx->state == LM_TX_FREE ||

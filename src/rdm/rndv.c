@@ -46,6 +46,8 @@ static struct lm_rdm_rndv *rndv_alloc(struct lm_rdm_ep *ep, enum lm_rndv_kind ki
 		struct lm_rdm_rndv *r = &ep->rndv[i];
 
 		if (r->state == LM_RNDV_FREE) {
+			if (!r->gen)
+				r->gen = 1; /* first use: 0 is never a generation */
 			r->kind = kind;
 			rndv_enter(ep, r, LM_RNDV_MATCHED);
 			lm_list_init(&r->node);

@@ -68,13 +68,16 @@ void lm_rdm_rxc_fini(struct lm_rdm_rxc *rxc)
 	struct lm_rx_entry *e;
 	struct lm_unexp_entry *u;
 
-	for (struct lm_match *m = &rxc->msg; m; m = m == &rxc->msg ? &rxc->tagged : NULL) {
+	for (struct lm_match *m = &rxc->msg; m;
+	     m = m == &rxc->msg ? &rxc->tagged : NULL) {
 		if (!m->srcs.buckets)
 			continue; /* never initialised */
 		while ((e = lm_match_pop_posted(m)))
-			lm_bufpool_free(&rxc->rx_pool, lm_container_of(e, struct lm_rdm_rx, e));
+			lm_bufpool_free(&rxc->rx_pool,
+			                lm_container_of(e, struct lm_rdm_rx, e));
 		while ((u = lm_match_pop_unexp(m))) {
-			struct lm_rdm_unexp *x = lm_container_of(u, struct lm_rdm_unexp, u);
+			struct lm_rdm_unexp *x =
+			    lm_container_of(u, struct lm_rdm_unexp, u);
 
 			lm_rdm_unexp_free(x->ep, x);
 		}
@@ -109,7 +112,8 @@ void lm_rdm_ep_leave_rxc(struct lm_rdm_ep *ep)
 		return;
 	lm_lock_acquire(ep->lock);
 	/* Its unexpected messages name its peers and link: they go with it. */
-	for (struct lm_match *m = &rxc->msg; m; m = m == &rxc->msg ? &rxc->tagged : NULL) {
+	for (struct lm_match *m = &rxc->msg; m;
+	     m = m == &rxc->msg ? &rxc->tagged : NULL) {
 		struct lm_list *lists[2] = {&m->unexp, &m->claimed};
 
 		for (int i = 0; i < 2; i++) {
@@ -128,19 +132,20 @@ void lm_rdm_ep_leave_rxc(struct lm_rdm_ep *ep)
 			}
 		}
 	}
-	/* Receives its transfers were filling are the context's again to
-	 * free once nothing fills them; a matched one is dropped with the
-	 * message it was taking. */
+	/* The transfers still filling receives of the context end with the
+	 * endpoint (its link closes next): a receive one was taking is
+	 * dropped with its message (man fi_endpoint: close discards), a
+	 * multi-receive buffer goes on serving the others. */
 	for (size_t i = 0; i < ep->rndv_count; i++) {
 		struct lm_rdm_rndv *r = &ep->rndv[i];
 
 		if (r->state == LM_RNDV_FREE || !r->rx)
 			continue;
 		r->rx->busy--;
-		if (!r->rx->busy && (r->rx->released || !(r->rx->e.flags & FI_MULTI_RECV)))
+		if (!r->rx->busy &&
+		    (r->rx->released || !(r->rx->e.flags & FI_MULTI_RECV)))
 			lm_rdm_rx_free(ep, r->rx);
 		r->rx = NULL;
-		r->state = LM_RNDV_FREE;
 	}
 	lm_list_remove(&ep->rxc_node);
 	ep->rxc = &ep->own_rxc;
@@ -194,8 +199,11 @@ static ssize_t srx_recv(struct fid_ep *fid, void *buf, size_t len, void *desc,
 {
 	struct lm_rdm_rxc *rxc = srx_of(fid);
 	struct iovec iov = {buf, len};
-	struct fi_msg_tagged msg = {
-	    .msg_iov = &iov, .desc = &desc, .iov_count = 1, .addr = src_addr, .context = context};
+	struct fi_msg_tagged msg = {.msg_iov = &iov,
+	                            .desc = &desc,
+	                            .iov_count = 1,
+	                            .addr = src_addr,
+	                            .context = context};
 
 	return lm_rdm_rxc_post(rxc, &msg, rxc->op_flags, false);
 }
@@ -204,8 +212,11 @@ static ssize_t srx_recvv(struct fid_ep *fid, const struct iovec *iov, void **des
                          size_t count, fi_addr_t src_addr, void *context)
 {
 	struct lm_rdm_rxc *rxc = srx_of(fid);
-	struct fi_msg_tagged msg = {
-	    .msg_iov = iov, .desc = desc, .iov_count = count, .addr = src_addr, .context = context};
+	struct fi_msg_tagged msg = {.msg_iov = iov,
+	                            .desc = desc,
+	                            .iov_count = count,
+	                            .addr = src_addr,
+	                            .context = context};
 
 	return lm_rdm_rxc_post(rxc, &msg, rxc->op_flags, false);
 }
@@ -420,9 +431,9 @@ int lm_rdm_srx_context(struct fid_domain *domain, struct fi_rx_attr *attr,
 		return -FI_EINVAL;
 	dom = rdm_dom_of(domain);
 	dflt = dom->util.info->rx_attr;
-	if (attr && (attr->iov_limit > LM_IOV_LIMIT || (attr->op_flags & ~RXC_OP_FLAGS) ||
-	             (attr->size && attr->size > dflt->size) ||
-	             (attr->caps & ~dflt->caps)))
+	if (attr &&
+	    (attr->iov_limit > LM_IOV_LIMIT || (attr->op_flags & ~RXC_OP_FLAGS) ||
+	     (attr->size && attr->size > dflt->size) || (attr->caps & ~dflt->caps)))
 		return -FI_EINVAL;
 	a = attr ? *attr : *dflt;
 	if (!a.size)
@@ -441,10 +452,9 @@ int lm_rdm_srx_context(struct fid_domain *domain, struct fi_rx_attr *attr,
 		return -FI_ENOMEM;
 	rxc->shared = true;
 	rxc->op_flags = a.op_flags;
-	ret = lm_rdm_rxc_init(rxc, dom, a.caps | (dom->util.caps & LM_SECONDARY_CAPS),
-	                      a.size, a.total_buffered_recv ? a.total_buffered_recv
-	                                                    : LM_RDM_UNEXP_MAX,
-	                      false);
+	ret = lm_rdm_rxc_init(
+	    rxc, dom, a.caps | (dom->util.caps & LM_SECONDARY_CAPS), a.size,
+	    a.total_buffered_recv ? a.total_buffered_recv : LM_RDM_UNEXP_MAX, false);
 	if (ret) {
 		lm_rdm_rxc_fini(rxc);
 		free(rxc);

@@ -74,6 +74,8 @@ static bool held_send(struct lm_rdm_ep *ep, const struct lm_rdm_report *rep,
 	if (!mark)
 		return false;
 	tx = lm_rdm_tx_alloc(ep); /* one is free: checked */
+	if (!tx)
+		return false; /* no memory for it: complete now */
 	tx->peer = peer;
 	tx->context = context;
 	tx->report = report;

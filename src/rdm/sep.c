@@ -28,8 +28,8 @@ static struct lm_rdm_ep *sep_of(struct fid *fid)
 static int rep_bind(struct lm_rdm_ep *ep, struct lm_rdm_report *rep, bool enabled,
                     struct fid *bfid, uint64_t flags, uint64_t side, uint64_t cntr_kinds)
 {
-	static const uint64_t cntr_bits[LM_CNTR_MAX] = {FI_SEND, FI_RECV, FI_READ, FI_WRITE,
-	                                                0,       0};
+	static const uint64_t cntr_bits[LM_CNTR_MAX] = {FI_SEND,  FI_RECV, FI_READ,
+	                                                FI_WRITE, 0,       0};
 
 	if (!bfid)
 		return -FI_EINVAL;
@@ -161,7 +161,8 @@ static int txc_close(struct fid *fid)
 
 	lm_lock_acquire(ep->lock);
 	for (size_t i = 0; i < ep->tx_count && !busy; i++)
-		busy = ep->tx[i]->state != LM_TX_FREE && ep->tx[i]->rep == &t->rep;
+		busy = ep->tx[i] && ep->tx[i]->state != LM_TX_FREE &&
+		       ep->tx[i]->rep == &t->rep;
 	if (!busy)
 		for (size_t i = 0; i < ep->ntx; i++)
 			if (ep->txc[i] == t)
@@ -238,8 +239,8 @@ static int sep_tx_ctx(struct fid_ep *fid, int index, struct fi_tx_attr *attr,
 	int ret = 0;
 
 	if (!tx_ep || index < 0 || (size_t)index >= ep->ntx ||
-	    (attr && (attr->iov_limit > LM_IOV_LIMIT ||
-	              (attr->caps & ~ep->info->tx_attr->caps))))
+	    (attr &&
+	     (attr->iov_limit > LM_IOV_LIMIT || (attr->caps & ~ep->info->tx_attr->caps))))
 		return -FI_EINVAL;
 	t = calloc(1, sizeof(*t));
 	if (!t)
@@ -475,8 +476,8 @@ int lm_rdm_scalable_ep(struct fid_domain *domain, struct fi_info *info,
 		return -FI_EINVAL;
 	ntx = info->ep_attr->tx_ctx_cnt ? info->ep_attr->tx_ctx_cnt : 1;
 	nrx = info->ep_attr->rx_ctx_cnt ? info->ep_attr->rx_ctx_cnt : 1;
-	if (ntx == FI_SHARED_CONTEXT || nrx == FI_SHARED_CONTEXT || ntx > da->max_ep_tx_ctx ||
-	    nrx > da->max_ep_rx_ctx)
+	if (ntx == FI_SHARED_CONTEXT || nrx == FI_SHARED_CONTEXT ||
+	    ntx > da->max_ep_tx_ctx || nrx > da->max_ep_rx_ctx)
 		return -FI_EINVAL;
 	ret = lm_rdm_endpoint(domain, info, &fid, context);
 	if (ret)
@@ -497,6 +498,8 @@ int lm_rdm_scalable_ep(struct fid_domain *domain, struct fi_info *info,
 	fid->tagged = (struct fi_ops_tagged *)&lm_nosys_tagged_ops;
 	fid->rma = (struct fi_ops_rma *)&lm_nosys_rma_ops;
 	fid->atomic = (struct fi_ops_atomic *)&lm_nosys_atomic_ops;
+	LM_INFO(dom->util.fabric->prov, FI_LOG_EP_CTRL,
+	        "scalable endpoint: %zu transmit, %zu receive contexts\n", ntx, nrx);
 	*sep = fid;
 	return 0;
 }

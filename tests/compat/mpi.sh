@@ -4,7 +4,8 @@
 # ofi MTL (2 and 4 ranks), matching (wildcards, probes, matched probes,
 # a synchronous send, a cancelled receive; 4 ranks), everyone sending to
 # everyone with random sizes (8 ranks), and one-sided Put/Accumulate/Get
-# through the rdma OSC on the ofi BTL (2 and 3 ranks).  Each MPI process checks in its
+# through the rdma OSC on the ofi BTL (2 and 3 ranks; and from 4 threads a
+# rank, through a scalable endpoint).  Each MPI process checks in its
 # own /proc/self/maps that it runs on loom's library (mpi/loaded.h).
 #
 # Usage: mpi.sh <dir containing loom's libfabric.so.1>
@@ -27,10 +28,10 @@ done
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/loom-mpi.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
-for prog in ring match exchange rma; do
+for prog in ring match exchange rma rma_threads; do
 	# The sanitizer runtime preloaded for an ASan build of loom is not
 	# wanted while compiling.
-	LD_PRELOAD= mpicc -O2 -Wall -o "$tmp/$prog" "$src/$prog.c"
+	LD_PRELOAD= mpicc -O2 -Wall -pthread -o "$tmp/$prog" "$src/$prog.c"
 done
 
 # Root is allowed here (CI runs as root); all of Open MPI's own traffic
@@ -68,4 +69,15 @@ run "matching, 4 ranks" "match: 4 ranks, 0 errors" 4 "${two_sided[@]}" "$tmp/mat
 run "all to all, 8 ranks" "exchange: 8 ranks, 0 errors" 8 "${two_sided[@]}" "$tmp/exchange"
 run "one-sided, 2 ranks" "rma: 2 ranks, 0 errors" 2 "${one_sided[@]}" "$tmp/rma"
 run "one-sided, 3 ranks" "rma: 3 ranks, 0 errors" 3 "${one_sided[@]}" "$tmp/rma"
+# Four threads a rank, a BTL context each: the ofi BTL opens a scalable
+# endpoint with four transmit and four receive contexts (loom logs it at
+# info level, and the log must say so).
+FI_LOG_LEVEL=info run "one-sided, 4 threads a rank, scalable endpoint" \
+	"rma_threads: 2 ranks, 0 errors" 2 "${one_sided[@]}" -x FI_LOG_LEVEL \
+	--mca btl_ofi_num_contexts_per_module 4 "$tmp/rma_threads"
+if ! grep -q 'scalable endpoint: 4 transmit, 4 receive contexts' "$tmp/out"; then
+	echo "FAIL: the ofi BTL opened no scalable endpoint with 4 contexts"
+	grep -i 'scalable\|btl' "$tmp/out" | head -5
+	fail=1
+fi
 exit $fail

@@ -18,7 +18,7 @@
 #include "eptest.h"
 
 #define NCTX  4
-#define BITS  2 /* rx_ctx_bits for NCTX */
+#define BITS  2   /* rx_ctx_bits for NCTX */
 #define M     200 /* messages each thread sends */
 #define SMALL 96
 #define LARGE (192 << 10)
@@ -77,7 +77,8 @@ static int open_sep(void)
 	hints->addr_format = FI_ADDR_STR;
 	hints->caps = FI_MSG | FI_NAMED_RX_CTX;
 	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED;
-	ret = fi_getinfo(FI_VERSION(1, 17), node, NULL, node ? FI_SOURCE : 0, hints, &S.info);
+	ret = fi_getinfo(FI_VERSION(1, 17), node, NULL, node ? FI_SOURCE : 0, hints,
+	                 &S.info);
 	fi_freeinfo(hints);
 	OKR(ret);
 	CHECK(S.info->caps & FI_NAMED_RX_CTX);
@@ -157,7 +158,8 @@ static void *work(void *arg)
 
 		msgs[k] = malloc(len);
 		memcpy(msgs[k], &h, sizeof(h));
-		et_fill(msgs[k] + sizeof(h), len - sizeof(h), (uint64_t)rank << 32 | i << 16 | k);
+		et_fill(msgs[k] + sizeof(h), len - sizeof(h),
+		        (uint64_t)rank << 32 | i << 16 | k);
 	}
 	while ((sdone < M || rdone < M) && et_now_us() < end) {
 		struct fi_cq_tagged_entry c;
@@ -200,27 +202,30 @@ static void *work(void *arg)
 			memcpy(&h, c.buf, sizeof(h));
 			/* Only what was named for this context: thread i's
 			 * even messages, thread i - 1's odd ones. */
-			if (h.seq >= M || !(h.seq % 2 ? (h.thread + 1) % NCTX == (uint32_t)i
-			                              : h.thread == (uint32_t)i)) {
+			if (h.seq >= M ||
+			    !(h.seq % 2 ? (h.thread + 1) % NCTX == (uint32_t)i
+			                : h.thread == (uint32_t)i)) {
 				bad++;
 				continue;
 			}
 			got[h.thread]++;
 			if (c.len != size_of(h.seq) ||
 			    et_verify((char *)c.buf + sizeof(h), c.len - sizeof(h),
-			              (uint64_t)(1 - rank) << 32 | h.thread << 16 | h.seq) !=
-			        (size_t)-1)
+			              (uint64_t)(1 - rank) << 32 | h.thread << 16 |
+			                  h.seq) != (size_t)-1)
 				bad++;
 		} else if (r != -FI_EAGAIN) {
 			bad++;
 			break;
 		}
 	}
-	if (sdone != M || rdone != M || got[i] != M / 2 || got[(i + NCTX - 1) % NCTX] != M / 2) {
-		fprintf(stderr, "rank %d thread %d: sent %d/%d done, received %d/%d "
+	if (sdone != M || rdone != M || got[i] != M / 2 ||
+	    got[(i + NCTX - 1) % NCTX] != M / 2) {
+		fprintf(stderr,
+		        "rank %d thread %d: sent %d/%d done, received %d/%d "
 		        "(%u from thread %d, %u from thread %d)\n",
-		        rank, i, sdone, M, rdone, M, got[i], i, got[(i + NCTX - 1) % NCTX],
-		        (i + NCTX - 1) % NCTX);
+		        rank, i, sdone, M, rdone, M, got[i], i,
+		        got[(i + NCTX - 1) % NCTX], (i + NCTX - 1) % NCTX);
 		bad++;
 	}
 	w->failures = bad;
@@ -228,7 +233,8 @@ static void *work(void *arg)
 	while (!atomic_load(&stop)) {
 		struct fi_cq_tagged_entry c;
 
-		if (fi_cq_read(S.txcq[i], &c, 1) == 1 || fi_cq_read(S.rxcq[i], &c, 1) == 1)
+		if (fi_cq_read(S.txcq[i], &c, 1) == 1 ||
+		    fi_cq_read(S.rxcq[i], &c, 1) == 1)
 			w->failures++; /* nothing more was sent */
 		sched_yield();
 	}

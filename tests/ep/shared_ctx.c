@@ -13,18 +13,18 @@
 #include "check.h"
 #include "eptest.h"
 
-#define NEP   4 /* rank 0's endpoints; ranks 1..NEP send */
-#define NPROC (NEP + 1)
-#define TMO   20000
-#define M     24          /* messages each sender sends each endpoint it sends to */
-#define SMALL 200
-#define LARGE (256 << 10) /* rendezvous on every link */
-#define TAG   0x5a00000000ULL
-#define T_DIR (TAG | 1)   /* directed-receive round */
-#define T_PEEK (TAG | 2)  /* peek/claim round */
-#define T_NONE (TAG | 3)  /* never sent: cancelled */
-#define MULTI 100         /* multi-receive round: bytes per message */
-#define NMULTI 4          /* messages per sender in it */
+#define NEP    4 /* rank 0's endpoints; ranks 1..NEP send */
+#define NPROC  (NEP + 1)
+#define TMO    20000
+#define M      24 /* messages each sender sends each endpoint it sends to */
+#define SMALL  200
+#define LARGE  (256 << 10) /* rendezvous on every link */
+#define TAG    0x5a00000000ULL
+#define T_DIR  (TAG | 1) /* directed-receive round */
+#define T_PEEK (TAG | 2) /* peek/claim round */
+#define T_NONE (TAG | 3) /* never sent: cancelled */
+#define MULTI  100       /* multi-receive round: bytes per message */
+#define NMULTI 4         /* messages per sender in it */
 
 static struct et_ep E; /* every rank's own endpoint: the name exchange */
 
@@ -83,7 +83,8 @@ static int shared_open(void)
 	hints->addr_format = FI_ADDR_STR;
 	hints->caps = FI_MSG | FI_TAGGED | FI_SOURCE | FI_DIRECTED_RECV | FI_MULTI_RECV;
 	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED;
-	ret = fi_getinfo(FI_VERSION(1, 17), node, NULL, node ? FI_SOURCE : 0, hints, &S.info);
+	ret = fi_getinfo(FI_VERSION(1, 17), node, NULL, node ? FI_SOURCE : 0, hints,
+	                 &S.info);
 	fi_freeinfo(hints);
 	OKR(ret);
 	CHECK(S.info->ep_attr->tx_ctx_cnt == FI_SHARED_CONTEXT);
@@ -158,8 +159,8 @@ static int collect(struct fi_cq_tagged_entry *c, fi_addr_t *src, int n)
 		ssize_t r = et_read(S.cq, &c[got], &src[got], &err, NULL, TMO);
 
 		if (r != 1) {
-			fprintf(stderr, "collect: %d of %d, then %zd (err %d)\n", got, n, r,
-			        r == -FI_EAVAIL ? err.err : 0);
+			fprintf(stderr, "collect: %d of %d, then %zd (err %d)\n", got, n,
+			        r, r == -FI_EAVAIL ? err.err : 0);
 			CHECK(0);
 			return got;
 		}
@@ -215,8 +216,8 @@ static void round_messages(void)
 			continue;
 		CHECK_INT(c[i].len, size_of(h.seq));
 		CHECK(src[i] == S.peer[h.rank]);
-		CHECK(et_verify(b + sizeof(h), c[i].len - sizeof(h), h.rank << 16 | h.seq) ==
-		      (size_t)-1);
+		CHECK(et_verify(b + sizeof(h), c[i].len - sizeof(h),
+		                h.rank << 16 | h.seq) == (size_t)-1);
 		slot[h.rank][h.seq] = k + 1;
 	}
 	for (int r = 1; r <= NEP; r++) {
@@ -356,7 +357,8 @@ static void round_cancel_reply(void)
 	struct fi_cq_err_entry err;
 	fi_addr_t src[NEP];
 
-	CHECK_INT(fi_trecv(S.srx, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, T_NONE, 0, buf), 0);
+	CHECK_INT(fi_trecv(S.srx, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, T_NONE, 0, buf),
+	          0);
 	CHECK_INT(fi_cancel(&S.srx->fid, buf), 0);
 	CHECK_INT(fi_cancel(&S.srx->fid, buf), -FI_ENOENT);
 	CHECK_INT(et_read(S.cq, c, src, &err, NULL, TMO), -FI_EAVAIL);
@@ -365,7 +367,8 @@ static void round_cancel_reply(void)
 	for (int i = 0; i < NEP; i++) {
 		out[i][0] = (char)(i + 1);
 		et_fill(out[i] + 1, SMALL - 1, 900 + i);
-		CHECK_INT(fi_send(S.ep[i], out[i], SMALL, NULL, S.peer[i + 1], out[i]), 0);
+		CHECK_INT(fi_send(S.ep[i], out[i], SMALL, NULL, S.peer[i + 1], out[i]),
+		          0);
 	}
 	CHECK_INT(collect(c, src, NEP), NEP);
 	for (int i = 0; i < NEP; i++)
@@ -524,6 +527,6 @@ static int body(int rank, int nprocs, void *arg)
 
 int main(void)
 {
-	return et_run("shared_ctx: four endpoints on one SRX and one STX", NPROC, 240, body,
-	              NULL, 0);
+	return et_run("shared_ctx: four endpoints on one SRX and one STX", NPROC, 240,
+	              body, NULL, 0);
 }

@@ -178,8 +178,17 @@ static void check_prov(const char *prov, enum fi_ep_type type)
 	if (mr)
 		TABLE(obj, fi_ops, mr->fid.ops);
 
-	/* Scalable endpoints: none here.  Shared contexts: every slot. */
-	CHECK_INT(fi_scalable_ep(domain, info, &other, NULL), -FI_ENOSYS);
+	/* Scalable endpoints (RDM ones) and shared contexts: every slot. */
+	if (type == FI_EP_RDM) {
+		CHECK_INT(fi_scalable_ep(domain, info, &other, NULL), 0);
+		if (other) {
+			check_ep(obj, other);
+			CHECK_INT(fi_close(&other->fid), 0);
+			other = NULL;
+		}
+	} else {
+		CHECK_INT(fi_scalable_ep(domain, info, &other, NULL), -FI_EINVAL);
+	}
 	CHECK_INT(fi_stx_context(domain, info->tx_attr, &stx, NULL), 0);
 	if (stx) {
 		TABLE(obj, fi_ops, stx->fid.ops);
