@@ -569,7 +569,7 @@ struct lm_rdm_rxc {
 	/* A scalable endpoint's receive context: the endpoint, whether the
 	 * context is enabled, and the progress hooks on its CQ and counter. */
 	struct lm_rdm_ep *sep;
-	bool enabled;
+	bool enabled, hooked;
 	struct lm_rdm_hook hooks[2];
 	size_t nhooks;
 };
@@ -633,7 +633,7 @@ struct lm_rdm_ctx {
 struct lm_rdm_txc {
 	struct lm_rdm_ctx ctx;
 	struct lm_rdm_report rep;
-	bool enabled;
+	bool enabled, hooked; /* hooked: its hooks are on its CQ, counters */
 	struct lm_rdm_hook hooks[1 + LM_CNTR_MAX];
 	size_t nhooks;
 };
@@ -781,9 +781,6 @@ void lm_rdm_hooks_del(struct lm_rdm_hook *hooks, size_t n);
 /* sep.c: fi_scalable_ep, and a scalable endpoint's contexts. */
 int lm_rdm_scalable_ep(struct fid_domain *domain, struct fi_info *info,
                        struct fid_ep **sep, void *context);
-/* The hooks of every enabled context of a scalable endpoint just
- * enabled (outside its lock). */
-void lm_rdm_sep_hooks_add(struct lm_rdm_ep *ep);
 int lm_rdm_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep,
                     void *context);
 /* An endpoint with ext's hooks and prov as its provider state. */

@@ -88,15 +88,18 @@ static bool rep_any(const struct lm_rdm_report *rep)
 }
 
 /* A context enabled: under ep->lock, true when its hooks are to be added
- * now (the endpoint is enabled already; else lm_rdm_sep_hooks_add does). */
+ * now, outside the lock (the endpoint is enabled already; else
+ * lm_rdm_sep_hooks_add does, once it is). */
 static bool ctx_enable(struct lm_rdm_ep *ep, const struct lm_rdm_report *rep,
-                       struct lm_rdm_hook *hooks, size_t *nhooks, bool *enabled)
+                       struct lm_rdm_hook *hooks, size_t *nhooks, bool *enabled,
+                       bool *hooked)
 {
 	if (*enabled)
 		return false;
 	*enabled = true;
 	*nhooks = lm_rdm_hooks_prepare(hooks, &rep, 1);
-	return ep->enabled;
+	*hooked = ep->enabled;
+	return *hooked;
 }
 
 /* ---- transmit contexts ------------------------------------------------------------ */
@@ -131,7 +134,7 @@ static int txc_control(struct fid *fid, int command, void *arg)
 		if (!rep_any(&t->rep))
 			return -FI_ENOCQ;
 		lm_lock_acquire(ep->lock);
-		add = ctx_enable(ep, &t->rep, t->hooks, &t->nhooks, &t->enabled);
+		add = ctx_enable(ep, &t->rep, t->hooks, &t->nhooks, &t->enabled, &t->hooked);
 		lm_lock_release(ep->lock);
 		if (add)
 			lm_rdm_hooks_add(ep, t->hooks, t->nhooks);
@@ -170,7 +173,8 @@ static int txc_close(struct fid *fid)
 	lm_lock_release(ep->lock);
 	if (busy)
 		return -FI_EBUSY;
-	lm_rdm_hooks_del(t->hooks, t->nhooks);
+	if (t->hooked)
+		lm_rdm_hooks_del(t->hooks, t->nhooks);
 	rep_unbind(&t->rep);
 	atomic_fetch_sub(&ep->ref, 1);
 	free(t);
@@ -301,10 +305,10 @@ static int rxc_control(struct fid *fid, int command, void *arg)
 	(void)arg;
 	if (command != FI_ENABLE)
 		return -FI_ENOSYS;
-	if (!rep_any(&r->rep))
-		return -FI_ENOCQ;
+	/* Without a CQ or counter too: a one-sided program (Open MPI's ofi
+	 * BTL) opens receive contexts it never posts to. */
 	lm_lock_acquire(ep->lock);
-	add = ctx_enable(ep, &r->rep, r->hooks, &r->nhooks, &r->enabled);
+	add = ctx_enable(ep, &r->rep, r->hooks, &r->nhooks, &r->enabled, &r->hooked);
 	lm_lock_release(ep->lock);
 	if (add)
 		lm_rdm_hooks_add(ep, r->hooks, r->nhooks);
@@ -332,7 +336,8 @@ static int rxc_close(struct fid *fid)
 	lm_lock_release(ep->lock);
 	if (busy)
 		return -FI_EBUSY;
-	lm_rdm_hooks_del(r->hooks, r->nhooks);
+	if (r->hooked)
+		lm_rdm_hooks_del(r->hooks, r->nhooks);
 	rep_unbind(&r->rep);
 	atomic_fetch_sub(&ep->ref, 1);
 	free(r);
@@ -399,16 +404,6 @@ static int sep_rx_ctx(struct fid_ep *fid, int index, struct fi_rx_attr *attr,
 
 /* ---- the scalable endpoint --------------------------------------------------------- */
 
-void lm_rdm_sep_hooks_add(struct lm_rdm_ep *ep)
-{
-	for (size_t i = 0; i < ep->ntx; i++)
-		if (ep->txc[i] && ep->txc[i]->enabled)
-			lm_rdm_hooks_add(ep, ep->txc[i]->hooks, ep->txc[i]->nhooks);
-	for (size_t i = 0; i < ep->nrx; i++)
-		if (ep->rxcs[i] && ep->rxcs[i]->enabled)
-			lm_rdm_hooks_add(ep, ep->rxcs[i]->hooks, ep->rxcs[i]->nhooks);
-}
-
 /* Only an AV is bound to it (fi_scalable_ep_bind); CQs and counters go to
  * its contexts. */
 static int sep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
@@ -418,9 +413,15 @@ static int sep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	return lm_rdm_ep_bind(fid, bfid, flags);
 }
 
+/* Enabled: the hooks of the contexts enabled before it go on their CQs
+ * and counters (marked under the lock, so each context's go on once,
+ * here or at its own enable; added outside it). */
 static int sep_control(struct fid *fid, int command, void *arg)
 {
 	struct lm_rdm_ep *ep = sep_of(fid);
+	struct lm_rdm_txc *tx[LM_RDM_SEP_MAX_CTX];
+	struct lm_rdm_rxc *rx[LM_RDM_SEP_MAX_CTX];
+	size_t ntx = 0, nrx = 0;
 	int ret;
 
 	(void)arg;
@@ -428,12 +429,22 @@ static int sep_control(struct fid *fid, int command, void *arg)
 		return -FI_ENOSYS;
 	lm_lock_acquire(ep->lock);
 	ret = lm_rdm_ep_enable(ep);
+	for (size_t i = 0; ret == 1 && i < ep->ntx; i++)
+		if (ep->txc[i] && ep->txc[i]->enabled && !ep->txc[i]->hooked) {
+			ep->txc[i]->hooked = true;
+			tx[ntx++] = ep->txc[i];
+		}
+	for (size_t i = 0; ret == 1 && i < ep->nrx; i++)
+		if (ep->rxcs[i] && ep->rxcs[i]->enabled && !ep->rxcs[i]->hooked) {
+			ep->rxcs[i]->hooked = true;
+			rx[nrx++] = ep->rxcs[i];
+		}
 	lm_lock_release(ep->lock);
-	if (ret == 1) {
-		lm_rdm_sep_hooks_add(ep);
-		ret = 0;
-	}
-	return ret;
+	for (size_t i = 0; i < ntx; i++)
+		lm_rdm_hooks_add(ep, tx[i]->hooks, tx[i]->nhooks);
+	for (size_t i = 0; i < nrx; i++)
+		lm_rdm_hooks_add(ep, rx[i]->hooks, rx[i]->nhooks);
+	return ret == 1 ? 0 : ret;
 }
 
 static const struct fi_ops sep_fid_ops = {
