@@ -459,6 +459,7 @@ static void ep_free(struct lm_rdm_ep *ep)
 	free(ep->rndv);
 	free(ep->txc);
 	free(ep->rxcs);
+	free(ep->shooks); /* empty: its contexts closed first */
 	if (!ep->link)
 		lm_rdm_rxc_fini(&ep->own_rxc);
 	lm_bufpool_fini(&ep->ctl_pool);

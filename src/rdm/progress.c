@@ -946,15 +946,9 @@ static bool others_sleepy(const struct lm_rdm_ep *ep)
 	for (size_t i = 0; i < ep->nhooks; i++)
 		if (hook_sleepy(&ep->hooks[i]))
 			return true;
-	/* A scalable endpoint's: its contexts'. */
-	for (size_t c = 0; c < ep->ntx; c++)
-		for (size_t i = 0; ep->txc[c] && i < ep->txc[c]->nhooks; i++)
-			if (hook_sleepy(&ep->txc[c]->hooks[i]))
-				return true;
-	for (size_t c = 0; c < ep->nrx; c++)
-		for (size_t i = 0; ep->rxcs[c] && i < ep->rxcs[c]->nhooks; i++)
-			if (hook_sleepy(&ep->rxcs[c]->hooks[i]))
-				return true;
+	for (size_t i = 0; i < ep->nshooks; i++) /* a scalable endpoint's */
+		if (hook_sleepy(ep->shooks[i]))
+			return true;
 	return false;
 }
 

@@ -516,6 +516,7 @@ struct lm_rdm_hook {
 	struct lm_rdm_ep *ep;
 	struct lm_cq *cq; /* exactly one of cq / cntr */
 	struct lm_cntr *cntr;
+	unsigned refs; /* a scalable endpoint's: the contexts reporting there */
 };
 
 /* Where one side's completions go: a CQ (all of them, or with
@@ -567,11 +568,10 @@ struct lm_rdm_rxc {
 	 * go to the endpoint a message came to (its own_rxc.rep). */
 	struct lm_rdm_report rep;
 	/* A scalable endpoint's receive context: the endpoint, whether the
-	 * context is enabled, and the progress hooks on its CQ and counter. */
+	 * context is enabled, and whether it counts in the endpoint's hooks
+	 * on its CQ and counter (lm_rdm_ep.shooks). */
 	struct lm_rdm_ep *sep;
 	bool enabled, hooked;
-	struct lm_rdm_hook hooks[2];
-	size_t nhooks;
 };
 
 /* A shared transmit context (fi_stx_context): operations are still posted
@@ -633,9 +633,7 @@ struct lm_rdm_ctx {
 struct lm_rdm_txc {
 	struct lm_rdm_ctx ctx;
 	struct lm_rdm_report rep;
-	bool enabled, hooked; /* hooked: its hooks are on its CQ, counters */
-	struct lm_rdm_hook hooks[1 + LM_CNTR_MAX];
-	size_t nhooks;
+	bool enabled, hooked; /* hooked: counted in the endpoint's shooks */
 };
 
 struct lm_rdm_ep {
@@ -665,6 +663,11 @@ struct lm_rdm_ep {
 	struct lm_rdm_txc **txc;
 	struct lm_rdm_rxc **rxcs;
 	unsigned rx_shift;
+	/* Its contexts' progress hooks: one per CQ or counter however many
+	 * contexts report there (refs), so a read of it progresses the
+	 * endpoint once. */
+	struct lm_rdm_hook **shooks;
+	size_t nshooks;
 
 	struct lm_link *link;
 	size_t eager_max;

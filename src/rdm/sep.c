@@ -87,19 +87,102 @@ static bool rep_any(const struct lm_rdm_report *rep)
 	return rep->cq != NULL;
 }
 
-/* A context enabled: under ep->lock, true when its hooks are to be added
- * now, outside the lock (the endpoint is enabled already; else
- * lm_rdm_sep_hooks_add does, once it is). */
-static bool ctx_enable(struct lm_rdm_ep *ep, const struct lm_rdm_report *rep,
-                       struct lm_rdm_hook *hooks, size_t *nhooks, bool *enabled,
-                       bool *hooked)
+/* ---- progress hooks ----------------------------------------------------------- */
+
+/* The CQ and counters rep reports to, each once. */
+static size_t rep_objs(const struct lm_rdm_report *rep, struct lm_rdm_hook *objs)
 {
+	return lm_rdm_hooks_prepare(objs, &rep, 1);
+}
+
+/* Under ep->lock: rep's context now counts in the endpoint's hooks; the
+ * hooks made for it (none yet on a CQ or counter of another context) in
+ * add, to be added outside the lock.  Returns how many, or -FI_ENOMEM. */
+static int hooks_take(struct lm_rdm_ep *ep, const struct lm_rdm_report *rep,
+                      struct lm_rdm_hook **add)
+{
+	struct lm_rdm_hook objs[1 + LM_CNTR_MAX];
+	size_t n = rep_objs(rep, objs), nadd = 0;
+	struct lm_rdm_hook **v =
+	    realloc(ep->shooks, (ep->nshooks + n) * sizeof(*ep->shooks));
+
+	if (!v && n)
+		return -FI_ENOMEM;
+	ep->shooks = v;
+	for (size_t k = 0; k < n; k++) {
+		struct lm_rdm_hook *h = NULL;
+
+		for (size_t i = 0; i < ep->nshooks && !h; i++)
+			if (ep->shooks[i]->cq == objs[k].cq &&
+			    ep->shooks[i]->cntr == objs[k].cntr)
+				h = ep->shooks[i];
+		if (!h) {
+			h = calloc(1, sizeof(*h));
+			if (!h)
+				continue; /* its reads will not progress: slower, never
+				             wrong */
+			*h = objs[k];
+			ep->shooks[ep->nshooks++] = h;
+			add[nadd++] = h;
+		}
+		h->refs++;
+	}
+	return (int)nadd;
+}
+
+/* Under ep->lock: rep's context no longer counts; the hooks nobody counts
+ * in any more in del, to be removed outside the lock and freed. */
+static size_t hooks_drop(struct lm_rdm_ep *ep, const struct lm_rdm_report *rep,
+                         struct lm_rdm_hook **del)
+{
+	struct lm_rdm_hook objs[1 + LM_CNTR_MAX];
+	size_t n = rep_objs(rep, objs), ndel = 0;
+
+	for (size_t k = 0; k < n; k++)
+		for (size_t i = 0; i < ep->nshooks; i++) {
+			struct lm_rdm_hook *h = ep->shooks[i];
+
+			if (h->cq != objs[k].cq || h->cntr != objs[k].cntr)
+				continue;
+			if (!--h->refs) {
+				del[ndel++] = h;
+				ep->shooks[i] = ep->shooks[--ep->nshooks];
+			}
+			break;
+		}
+	return ndel;
+}
+
+static void hooks_add(struct lm_rdm_ep *ep, struct lm_rdm_hook **add, int n)
+{
+	for (int i = 0; i < n; i++)
+		lm_rdm_hooks_add(ep, add[i], 1);
+}
+
+static void hooks_del(struct lm_rdm_hook **del, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		lm_rdm_hooks_del(del[i], 1);
+		free(del[i]);
+	}
+}
+
+/* A context enabled (under ep->lock): it counts in the hooks at once if
+ * the endpoint is enabled (else sep_control takes it in); the hooks to
+ * add in add, how many returned. */
+static int ctx_enable(struct lm_rdm_ep *ep, const struct lm_rdm_report *rep,
+                      bool *enabled, bool *hooked, struct lm_rdm_hook **add)
+{
+	int n = 0;
+
 	if (*enabled)
-		return false;
+		return 0;
 	*enabled = true;
-	*nhooks = lm_rdm_hooks_prepare(hooks, &rep, 1);
-	*hooked = ep->enabled;
-	return *hooked;
+	if (ep->enabled) {
+		n = hooks_take(ep, rep, add);
+		*hooked = n >= 0;
+	}
+	return n;
 }
 
 /* ---- transmit contexts ------------------------------------------------------------ */
@@ -127,18 +210,18 @@ static int txc_control(struct fid *fid, int command, void *arg)
 	struct lm_rdm_txc *t = txc_of(fid);
 	struct lm_rdm_ep *ep = t->ctx.ep;
 	uint64_t *flags = arg;
-	bool add;
+	struct lm_rdm_hook *add[1 + LM_CNTR_MAX];
+	int n;
 
 	switch (command) {
 	case FI_ENABLE:
 		if (!rep_any(&t->rep))
 			return -FI_ENOCQ;
 		lm_lock_acquire(ep->lock);
-		add = ctx_enable(ep, &t->rep, t->hooks, &t->nhooks, &t->enabled, &t->hooked);
+		n = ctx_enable(ep, &t->rep, &t->enabled, &t->hooked, add);
 		lm_lock_release(ep->lock);
-		if (add)
-			lm_rdm_hooks_add(ep, t->hooks, t->nhooks);
-		return 0;
+		hooks_add(ep, add, n);
+		return n < 0 ? n : 0;
 	case FI_GETOPSFLAG:
 		if (!flags || !(*flags & FI_TRANSMIT))
 			return -FI_EINVAL;
@@ -160,21 +243,25 @@ static int txc_close(struct fid *fid)
 {
 	struct lm_rdm_txc *t = txc_of(fid);
 	struct lm_rdm_ep *ep = t->ctx.ep;
+	struct lm_rdm_hook *del[1 + LM_CNTR_MAX];
+	size_t ndel = 0;
 	bool busy = false;
 
 	lm_lock_acquire(ep->lock);
 	for (size_t i = 0; i < ep->tx_count && !busy; i++)
 		busy = ep->tx[i] && ep->tx[i]->state != LM_TX_FREE &&
 		       ep->tx[i]->rep == &t->rep;
-	if (!busy)
+	if (!busy) {
 		for (size_t i = 0; i < ep->ntx; i++)
 			if (ep->txc[i] == t)
 				ep->txc[i] = NULL;
+		if (t->hooked)
+			ndel = hooks_drop(ep, &t->rep, del);
+	}
 	lm_lock_release(ep->lock);
 	if (busy)
 		return -FI_EBUSY;
-	if (t->hooked)
-		lm_rdm_hooks_del(t->hooks, t->nhooks);
+	hooks_del(del, ndel);
 	rep_unbind(&t->rep);
 	atomic_fetch_sub(&ep->ref, 1);
 	free(t);
@@ -300,7 +387,8 @@ static int rxc_control(struct fid *fid, int command, void *arg)
 {
 	struct lm_rdm_rxc *r = rxc_of(fid);
 	struct lm_rdm_ep *ep = r->sep;
-	bool add;
+	struct lm_rdm_hook *add[1 + LM_CNTR_MAX];
+	int n;
 
 	(void)arg;
 	if (command != FI_ENABLE)
@@ -308,11 +396,10 @@ static int rxc_control(struct fid *fid, int command, void *arg)
 	/* Without a CQ or counter too: a one-sided program (Open MPI's ofi
 	 * BTL) opens receive contexts it never posts to. */
 	lm_lock_acquire(ep->lock);
-	add = ctx_enable(ep, &r->rep, r->hooks, &r->nhooks, &r->enabled, &r->hooked);
+	n = ctx_enable(ep, &r->rep, &r->enabled, &r->hooked, add);
 	lm_lock_release(ep->lock);
-	if (add)
-		lm_rdm_hooks_add(ep, r->hooks, r->nhooks);
-	return 0;
+	hooks_add(ep, add, n);
+	return n < 0 ? n : 0;
 }
 
 /* Refused while a transfer still lands in one of its receives; receives
@@ -321,6 +408,8 @@ static int rxc_close(struct fid *fid)
 {
 	struct lm_rdm_rxc *r = rxc_of(fid);
 	struct lm_rdm_ep *ep = r->sep;
+	struct lm_rdm_hook *del[1 + LM_CNTR_MAX];
+	size_t ndel = 0;
 	bool busy = false;
 
 	lm_lock_acquire(ep->lock);
@@ -332,12 +421,13 @@ static int rxc_close(struct fid *fid)
 			if (ep->rxcs[i] == r)
 				ep->rxcs[i] = NULL;
 		lm_rdm_rxc_fini(r);
+		if (r->hooked)
+			ndel = hooks_drop(ep, &r->rep, del);
 	}
 	lm_lock_release(ep->lock);
 	if (busy)
 		return -FI_EBUSY;
-	if (r->hooked)
-		lm_rdm_hooks_del(r->hooks, r->nhooks);
+	hooks_del(del, ndel);
 	rep_unbind(&r->rep);
 	atomic_fetch_sub(&ep->ref, 1);
 	free(r);
@@ -413,37 +503,37 @@ static int sep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	return lm_rdm_ep_bind(fid, bfid, flags);
 }
 
-/* Enabled: the hooks of the contexts enabled before it go on their CQs
- * and counters (marked under the lock, so each context's go on once,
- * here or at its own enable; added outside it). */
+/* Enabled: the contexts enabled before it count in its hooks now (under
+ * the lock, so each context once, here or at its own enable); the new
+ * hooks go on their CQs and counters outside it. */
 static int sep_control(struct fid *fid, int command, void *arg)
 {
 	struct lm_rdm_ep *ep = sep_of(fid);
-	struct lm_rdm_txc *tx[LM_RDM_SEP_MAX_CTX];
-	struct lm_rdm_rxc *rx[LM_RDM_SEP_MAX_CTX];
-	size_t ntx = 0, nrx = 0;
-	int ret;
+	struct lm_rdm_hook *add[2 * LM_RDM_SEP_MAX_CTX * (1 + LM_CNTR_MAX)];
+	int ret, n = 0;
 
 	(void)arg;
 	if (command != FI_ENABLE)
 		return -FI_ENOSYS;
 	lm_lock_acquire(ep->lock);
 	ret = lm_rdm_ep_enable(ep);
-	for (size_t i = 0; ret == 1 && i < ep->ntx; i++)
-		if (ep->txc[i] && ep->txc[i]->enabled && !ep->txc[i]->hooked) {
-			ep->txc[i]->hooked = true;
-			tx[ntx++] = ep->txc[i];
+	for (size_t i = 0; ret == 1 && i < ep->ntx + ep->nrx; i++) {
+		bool tx = i < ep->ntx;
+		struct lm_rdm_txc *t = tx ? ep->txc[i] : NULL;
+		struct lm_rdm_rxc *r = tx ? NULL : ep->rxcs[i - ep->ntx];
+		bool *hooked = t ? &t->hooked : r ? &r->hooked : NULL;
+		int k;
+
+		if (!hooked || *hooked || !(t ? t->enabled : r->enabled))
+			continue;
+		k = hooks_take(ep, t ? &t->rep : &r->rep, add + n);
+		if (k >= 0) {
+			*hooked = true;
+			n += k;
 		}
-	for (size_t i = 0; ret == 1 && i < ep->nrx; i++)
-		if (ep->rxcs[i] && ep->rxcs[i]->enabled && !ep->rxcs[i]->hooked) {
-			ep->rxcs[i]->hooked = true;
-			rx[nrx++] = ep->rxcs[i];
-		}
+	}
 	lm_lock_release(ep->lock);
-	for (size_t i = 0; i < ntx; i++)
-		lm_rdm_hooks_add(ep, tx[i]->hooks, tx[i]->nhooks);
-	for (size_t i = 0; i < nrx; i++)
-		lm_rdm_hooks_add(ep, rx[i]->hooks, rx[i]->nhooks);
+	hooks_add(ep, add, n);
 	return ret == 1 ? 0 : ret;
 }
 
