@@ -861,6 +861,7 @@ static LM_HOT_INLINE void poll_link(struct lm_rdm_ep *ep, size_t max)
 		max += ep->npeers * LM_EAGER_CREDIT;
 	else
 		max = SIZE_MAX;
+	/* A scalable endpoint's receive contexts count in its own. */
 	if (ep->rxc->unexp_bytes < max) {
 		do {
 			n = link->ops->poll(link, POLL_BUDGET);

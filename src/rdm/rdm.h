@@ -561,6 +561,10 @@ struct lm_rdm_rxc {
 	 * before the endpoints stop reading their links (the senders then
 	 * see -FI_EAGAIN once the transport's own buffers are full). */
 	size_t unexp_bytes, unexp_max;
+	/* Where its unexpected bytes are counted against unexp_max: itself,
+	 * or for a scalable endpoint's receive context the endpoint's own
+	 * (one bound for the link they all read from). */
+	struct lm_rdm_rxc *acct;
 	size_t min_multi_recv;
 	uint64_t caps, op_flags;
 	struct lm_list members; /* shared: the endpoints bound (rxc_node) */
@@ -1076,10 +1080,20 @@ ssize_t lm_rdm_trecvv(struct fid_ep *fid, const struct iovec *iov, void **desc,
                       void *context);
 ssize_t lm_rdm_trecvmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg,
                         uint64_t flags);
-/* A receive posted to a receive context of its own (a shared one, a
- * scalable endpoint's; msg->tag and ignore unused unless tagged). */
-ssize_t lm_rdm_rxc_post(struct lm_rdm_rxc *rxc, const struct fi_msg_tagged *msg,
-                        uint64_t flags, bool tagged);
+/* The receive calls of a receive context's own fid (a shared one's, a
+ * scalable endpoint's). */
+ssize_t lm_rdm_rxc_recv(struct fid_ep *fid, void *buf, size_t len, void *desc,
+                        fi_addr_t src_addr, void *context);
+ssize_t lm_rdm_rxc_recvv(struct fid_ep *fid, const struct iovec *iov, void **desc,
+                         size_t count, fi_addr_t src_addr, void *context);
+ssize_t lm_rdm_rxc_recvmsg(struct fid_ep *fid, const struct fi_msg *msg, uint64_t flags);
+ssize_t lm_rdm_rxc_trecv(struct fid_ep *fid, void *buf, size_t len, void *desc,
+                         fi_addr_t src_addr, uint64_t tag, uint64_t ignore, void *context);
+ssize_t lm_rdm_rxc_trecvv(struct fid_ep *fid, const struct iovec *iov, void **desc,
+                          size_t count, fi_addr_t src_addr, uint64_t tag, uint64_t ignore,
+                          void *context);
+ssize_t lm_rdm_rxc_trecvmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg,
+                            uint64_t flags);
 /* lm_link_attr.recv: every packet from a link. */
 void lm_rdm_recv_pkt(void *arg, const void *src_addr, const void *hdr,
                      const void *payload, size_t payload_len);

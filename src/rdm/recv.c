@@ -74,7 +74,7 @@ void lm_rdm_unexp_free(struct lm_rdm_ep *ep, struct lm_rdm_unexp *x)
 	struct lm_rdm_rxc *rxc = x->rxc;
 
 	(void)ep;
-	rxc->unexp_bytes -= x->buf_len;
+	rxc->acct->unexp_bytes -= x->buf_len;
 	if (x->buf) {
 		if (x->small)
 			lm_bufpool_free(&rxc->small_pool, x->buf);
@@ -204,7 +204,7 @@ static void unexp_store(struct lm_rdm_ep *ep, struct lm_rdm_rxc *rxc, struct lm_
 		}
 		memcpy(x->buf, payload, plen);
 		x->buf_len = plen;
-		rxc->unexp_bytes += plen;
+		rxc->acct->unexp_bytes += plen;
 	}
 	lm_match_add_unexp(m, &x->u);
 }
@@ -605,29 +605,6 @@ static LM_HOT_INLINE ssize_t post_recv(struct lm_rdm_ep *ep, const struct iovec 
 	return ret;
 }
 
-ssize_t lm_rdm_rxc_post(struct lm_rdm_rxc *rxc, const struct fi_msg_tagged *msg,
-                        uint64_t flags, bool tagged)
-{
-	size_t total;
-	ssize_t ret = recv_args(msg->msg_iov, msg->iov_count, flags, &total);
-
-	if (ret)
-		return ret;
-	struct lm_lock *lock = lm_rdm_rxc_lock(rxc);
-	struct lm_rdm_ep *ep;
-
-	lm_lock_acquire(lock);
-	/* The endpoint that speaks for it (a shared one's first enabled
-	 * endpoint) checks directed sources with its AV; a shared context's
-	 * receive may come before any, a scalable endpoint's not. */
-	ep = lm_rdm_rxc_voice(rxc);
-	ret = ep || rxc->shared ? post_locked(rxc, ep, msg->msg_iov, msg->desc,
-	                                      msg->iov_count, total, msg, flags, tagged)
-	                        : -FI_EOPBADSTATE;
-	lm_lock_release(lock);
-	return ret;
-}
-
 ssize_t lm_rdm_recv(struct fid_ep *fid, void *buf, size_t len, void *desc,
                     fi_addr_t src_addr, void *context)
 {
@@ -686,6 +663,100 @@ ssize_t lm_rdm_trecvmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg,
 		return -FI_EINVAL;
 	return post_recv(ctx->ep, msg->msg_iov, msg->desc, msg->iov_count, msg->addr,
 	                 msg->tag, msg->ignore, flags, msg->context, true);
+}
+
+/* ---- receives posted to a receive context's own fid ------------------------------ */
+
+/* Inline in each receive call of a shared receive context or a scalable
+ * endpoint's receive context, as post_recv.  The endpoint that speaks
+ * for the context (a shared one's first enabled endpoint, a scalable
+ * one's endpoint once both are enabled) checks directed sources with
+ * its AV; a shared context takes receives before any, a scalable
+ * endpoint's context not. */
+static LM_HOT_INLINE ssize_t rxc_post(struct lm_rdm_rxc *rxc, const struct iovec *iov,
+                                      void **desc, size_t count, fi_addr_t src,
+                                      uint64_t tag, uint64_t ignore, uint64_t flags,
+                                      void *context, bool tagged)
+{
+	struct fi_msg_tagged msg = {
+	    .addr = src, .tag = tag, .ignore = ignore, .context = context};
+	struct lm_lock *lock = lm_rdm_rxc_lock(rxc);
+	struct lm_rdm_ep *ep;
+	size_t total;
+	ssize_t ret = recv_args(iov, count, flags, &total);
+
+	if (ret)
+		return ret;
+	lm_lock_acquire(lock);
+	if (rxc->sep)
+		ep = rxc->enabled && rxc->sep->enabled ? rxc->sep : NULL;
+	else
+		ep = lm_rdm_rxc_voice(rxc);
+	ret = ep || rxc->shared
+	          ? post_locked(rxc, ep, iov, desc, count, total, &msg, flags, tagged)
+	          : -FI_EOPBADSTATE;
+	lm_lock_release(lock);
+	return ret;
+}
+
+static struct lm_rdm_rxc *rxc_of_fid(struct fid_ep *fid)
+{
+	return lm_container_of(fid, struct lm_rdm_rxc, ep_fid);
+}
+
+ssize_t lm_rdm_rxc_recv(struct fid_ep *fid, void *buf, size_t len, void *desc,
+                        fi_addr_t src_addr, void *context)
+{
+	struct lm_rdm_rxc *rxc = rxc_of_fid(fid);
+	struct iovec iov = {buf, len};
+
+	return rxc_post(rxc, &iov, &desc, 1, src_addr, 0, 0, rxc->op_flags, context, false);
+}
+
+ssize_t lm_rdm_rxc_recvv(struct fid_ep *fid, const struct iovec *iov, void **desc,
+                         size_t count, fi_addr_t src_addr, void *context)
+{
+	struct lm_rdm_rxc *rxc = rxc_of_fid(fid);
+
+	return rxc_post(rxc, iov, desc, count, src_addr, 0, 0, rxc->op_flags, context,
+	                false);
+}
+
+ssize_t lm_rdm_rxc_recvmsg(struct fid_ep *fid, const struct fi_msg *msg, uint64_t flags)
+{
+	if (!msg)
+		return -FI_EINVAL;
+	return rxc_post(rxc_of_fid(fid), msg->msg_iov, msg->desc, msg->iov_count,
+	                msg->addr, 0, 0, flags, msg->context, false);
+}
+
+ssize_t lm_rdm_rxc_trecv(struct fid_ep *fid, void *buf, size_t len, void *desc,
+                         fi_addr_t src_addr, uint64_t tag, uint64_t ignore, void *context)
+{
+	struct lm_rdm_rxc *rxc = rxc_of_fid(fid);
+	struct iovec iov = {buf, len};
+
+	return rxc_post(rxc, &iov, &desc, 1, src_addr, tag, ignore, rxc->op_flags, context,
+	                true);
+}
+
+ssize_t lm_rdm_rxc_trecvv(struct fid_ep *fid, const struct iovec *iov, void **desc,
+                          size_t count, fi_addr_t src_addr, uint64_t tag, uint64_t ignore,
+                          void *context)
+{
+	struct lm_rdm_rxc *rxc = rxc_of_fid(fid);
+
+	return rxc_post(rxc, iov, desc, count, src_addr, tag, ignore, rxc->op_flags,
+	                context, true);
+}
+
+ssize_t lm_rdm_rxc_trecvmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg,
+                            uint64_t flags)
+{
+	if (!msg)
+		return -FI_EINVAL;
+	return rxc_post(rxc_of_fid(fid), msg->msg_iov, msg->desc, msg->iov_count,
+	                msg->addr, msg->tag, msg->ignore, flags, msg->context, true);
 }
 
 /* ---- cancel ------------------------------------------------------------------ */

@@ -37,6 +37,7 @@ int lm_rdm_rxc_init(struct lm_rdm_rxc *rxc, struct lm_rdm_domain *dom, uint64_t 
                     size_t rx_limit, size_t unexp_max, bool connected)
 {
 	rxc->dom = dom;
+	rxc->acct = rxc;
 	rxc->caps = caps;
 	rxc->rx_limit = rx_limit;
 	rxc->unexp_max = unexp_max;
@@ -194,92 +195,11 @@ static struct lm_rdm_rxc *srx_of(struct fid_ep *fid)
 	return lm_container_of(fid, struct lm_rdm_rxc, ep_fid);
 }
 
-static ssize_t srx_recv(struct fid_ep *fid, void *buf, size_t len, void *desc,
-                        fi_addr_t src_addr, void *context)
-{
-	struct lm_rdm_rxc *rxc = srx_of(fid);
-	struct iovec iov = {buf, len};
-	struct fi_msg_tagged msg = {.msg_iov = &iov,
-	                            .desc = &desc,
-	                            .iov_count = 1,
-	                            .addr = src_addr,
-	                            .context = context};
-
-	return lm_rdm_rxc_post(rxc, &msg, rxc->op_flags, false);
-}
-
-static ssize_t srx_recvv(struct fid_ep *fid, const struct iovec *iov, void **desc,
-                         size_t count, fi_addr_t src_addr, void *context)
-{
-	struct lm_rdm_rxc *rxc = srx_of(fid);
-	struct fi_msg_tagged msg = {.msg_iov = iov,
-	                            .desc = desc,
-	                            .iov_count = count,
-	                            .addr = src_addr,
-	                            .context = context};
-
-	return lm_rdm_rxc_post(rxc, &msg, rxc->op_flags, false);
-}
-
-static ssize_t srx_recvmsg(struct fid_ep *fid, const struct fi_msg *m, uint64_t flags)
-{
-	struct fi_msg_tagged msg;
-
-	if (!m)
-		return -FI_EINVAL;
-	msg = (struct fi_msg_tagged){.msg_iov = m->msg_iov,
-	                             .desc = m->desc,
-	                             .iov_count = m->iov_count,
-	                             .addr = m->addr,
-	                             .context = m->context};
-	return lm_rdm_rxc_post(srx_of(fid), &msg, flags, false);
-}
-
-static ssize_t srx_trecv(struct fid_ep *fid, void *buf, size_t len, void *desc,
-                         fi_addr_t src_addr, uint64_t tag, uint64_t ignore, void *context)
-{
-	struct lm_rdm_rxc *rxc = srx_of(fid);
-	struct iovec iov = {buf, len};
-	struct fi_msg_tagged msg = {.msg_iov = &iov,
-	                            .desc = &desc,
-	                            .iov_count = 1,
-	                            .addr = src_addr,
-	                            .tag = tag,
-	                            .ignore = ignore,
-	                            .context = context};
-
-	return lm_rdm_rxc_post(rxc, &msg, rxc->op_flags, true);
-}
-
-static ssize_t srx_trecvv(struct fid_ep *fid, const struct iovec *iov, void **desc,
-                          size_t count, fi_addr_t src_addr, uint64_t tag, uint64_t ignore,
-                          void *context)
-{
-	struct lm_rdm_rxc *rxc = srx_of(fid);
-	struct fi_msg_tagged msg = {.msg_iov = iov,
-	                            .desc = desc,
-	                            .iov_count = count,
-	                            .addr = src_addr,
-	                            .tag = tag,
-	                            .ignore = ignore,
-	                            .context = context};
-
-	return lm_rdm_rxc_post(rxc, &msg, rxc->op_flags, true);
-}
-
-static ssize_t srx_trecvmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg,
-                            uint64_t flags)
-{
-	if (!msg)
-		return -FI_EINVAL;
-	return lm_rdm_rxc_post(srx_of(fid), msg, flags, true);
-}
-
 const struct fi_ops_msg lm_rdm_rxc_msg_ops = {
     .size = sizeof(struct fi_ops_msg),
-    .recv = srx_recv,
-    .recvv = srx_recvv,
-    .recvmsg = srx_recvmsg,
+    .recv = lm_rdm_rxc_recv,
+    .recvv = lm_rdm_rxc_recvv,
+    .recvmsg = lm_rdm_rxc_recvmsg,
     .send = lm_msg_no_send,
     .sendv = lm_msg_no_sendv,
     .sendmsg = lm_msg_no_sendmsg,
@@ -290,9 +210,9 @@ const struct fi_ops_msg lm_rdm_rxc_msg_ops = {
 
 const struct fi_ops_tagged lm_rdm_rxc_tagged_ops = {
     .size = sizeof(struct fi_ops_tagged),
-    .recv = srx_trecv,
-    .recvv = srx_trecvv,
-    .recvmsg = srx_trecvmsg,
+    .recv = lm_rdm_rxc_trecv,
+    .recvv = lm_rdm_rxc_trecvv,
+    .recvmsg = lm_rdm_rxc_trecvmsg,
     .send = lm_tagged_no_send,
     .sendv = lm_tagged_no_sendv,
     .sendmsg = lm_tagged_no_sendmsg,

@@ -464,6 +464,7 @@ static int sep_rx_ctx(struct fid_ep *fid, int index, struct fi_rx_attr *attr,
 		return ret;
 	}
 	r->sep = ep;
+	r->acct = &ep->own_rxc;
 	r->op_flags = attr ? attr->op_flags : ep->ctx.rx_flags;
 	r->ep_fid.fid.fclass = FI_CLASS_RX_CTX;
 	r->ep_fid.fid.context = context;
