@@ -594,9 +594,10 @@ struct lm_rdm_stx {
 int lm_rdm_rxc_init(struct lm_rdm_rxc *rxc, struct lm_rdm_domain *dom, uint64_t caps,
                     size_t rx_limit, size_t unexp_max, bool connected);
 void lm_rdm_rxc_fini(struct lm_rdm_rxc *rxc);
-/* The endpoint that speaks for rxc where no arrival names one (a peek
- * that found nothing, a cancel): ep itself, or a shared context's first
- * enabled member; NULL when it has none. */
+/* The endpoint that speaks for a receive context of its own fid where no
+ * arrival names one (a peek that found nothing, a cancel): a shared
+ * context's first enabled member, a scalable endpoint's receive context's
+ * endpoint once both are enabled; NULL when there is none. */
 struct lm_rdm_ep *lm_rdm_rxc_voice(struct lm_rdm_rxc *rxc);
 /* The tables of a receive context's own fid (a shared one's, a scalable
  * endpoint's): receives and their cancel, no sends. */
