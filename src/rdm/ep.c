@@ -618,18 +618,7 @@ static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *op
 	    (ret = ep->ext->getopt(ep, level, optname, optval, optlen)) !=
 	        -FI_ENOPROTOOPT)
 		return ret;
-	if (level != FI_OPT_ENDPOINT)
-		return -FI_ENOPROTOOPT;
-	switch (optname) {
-	case FI_OPT_MIN_MULTI_RECV:
-		if (!optval || !optlen || *optlen < sizeof(size_t))
-			return -FI_EINVAL;
-		*(size_t *)optval = ep->rxc->min_multi_recv;
-		*optlen = sizeof(size_t);
-		return 0;
-	default:
-		return -FI_ENOPROTOOPT;
-	}
+	return lm_rdm_rxc_getopt(ep->rxc, level, optname, optval, optlen);
 }
 
 static int ep_setopt(fid_t fid, int level, int optname, const void *optval, size_t optlen)
@@ -641,17 +630,7 @@ static int ep_setopt(fid_t fid, int level, int optname, const void *optval, size
 	    (ret = ep->ext->setopt(ep, level, optname, optval, optlen)) !=
 	        -FI_ENOPROTOOPT)
 		return ret;
-	if (level != FI_OPT_ENDPOINT)
-		return -FI_ENOPROTOOPT;
-	switch (optname) {
-	case FI_OPT_MIN_MULTI_RECV:
-		if (!optval || optlen != sizeof(size_t))
-			return -FI_EINVAL;
-		ep->rxc->min_multi_recv = *(const size_t *)optval;
-		return 0;
-	default:
-		return -FI_ENOPROTOOPT;
-	}
+	return lm_rdm_rxc_setopt(ep->rxc, level, optname, optval, optlen);
 }
 
 static ssize_t ep_rx_size_left(struct fid_ep *fid)

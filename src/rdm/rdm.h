@@ -599,6 +599,12 @@ void lm_rdm_rxc_fini(struct lm_rdm_rxc *rxc);
  * context's first enabled member, a scalable endpoint's receive context's
  * endpoint once both are enabled; NULL when there is none. */
 struct lm_rdm_ep *lm_rdm_rxc_voice(struct lm_rdm_rxc *rxc);
+/* The endpoint options a receive context holds (FI_OPT_MIN_MULTI_RECV);
+ * -FI_ENOPROTOOPT for any other. */
+int lm_rdm_rxc_getopt(struct lm_rdm_rxc *rxc, int level, int optname, void *optval,
+                      size_t *optlen);
+int lm_rdm_rxc_setopt(struct lm_rdm_rxc *rxc, int level, int optname, const void *optval,
+                      size_t optlen);
 /* The tables of a receive context's own fid (a shared one's, a scalable
  * endpoint's): receives and their cancel, no sends. */
 extern const struct fi_ops_msg lm_rdm_rxc_msg_ops;

@@ -221,8 +221,9 @@ const struct fi_ops_tagged lm_rdm_rxc_tagged_ops = {
     .injectdata = lm_tagged_no_injectdata,
 };
 
-/* A receive still queued is cancelled on the receive CQ of the context's
- * first enabled endpoint (the context has none of its own). */
+/* A receive still queued is cancelled on the receive CQ of the endpoint
+ * that speaks for the context (lm_rdm_rxc_voice): a shared context has no
+ * CQ of its own. */
 static ssize_t srx_cancel(fid_t fid, void *context)
 {
 	struct lm_rdm_rxc *rxc = lm_container_of(fid, struct lm_rdm_rxc, ep_fid.fid);
@@ -253,10 +254,9 @@ static ssize_t srx_tx_size_left(struct fid_ep *fid)
 	return -FI_ENOSYS;
 }
 
-static int srx_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
+int lm_rdm_rxc_getopt(struct lm_rdm_rxc *rxc, int level, int optname, void *optval,
+                      size_t *optlen)
 {
-	struct lm_rdm_rxc *rxc = lm_container_of(fid, struct lm_rdm_rxc, ep_fid.fid);
-
 	if (level != FI_OPT_ENDPOINT || optname != FI_OPT_MIN_MULTI_RECV)
 		return -FI_ENOPROTOOPT;
 	if (!optval || !optlen || *optlen < sizeof(size_t))
@@ -266,19 +266,33 @@ static int srx_getopt(fid_t fid, int level, int optname, void *optval, size_t *o
 	return 0;
 }
 
-static int srx_setopt(fid_t fid, int level, int optname, const void *optval,
+int lm_rdm_rxc_setopt(struct lm_rdm_rxc *rxc, int level, int optname, const void *optval,
                       size_t optlen)
 {
-	struct lm_rdm_rxc *rxc = lm_container_of(fid, struct lm_rdm_rxc, ep_fid.fid);
-
 	if (level != FI_OPT_ENDPOINT || optname != FI_OPT_MIN_MULTI_RECV)
 		return -FI_ENOPROTOOPT;
 	if (!optval || optlen != sizeof(size_t))
 		return -FI_EINVAL;
-	lm_lock_acquire(lm_rdm_rxc_lock(rxc));
 	rxc->min_multi_recv = *(const size_t *)optval;
-	lm_lock_release(lm_rdm_rxc_lock(rxc));
 	return 0;
+}
+
+static int srx_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
+{
+	return lm_rdm_rxc_getopt(lm_container_of(fid, struct lm_rdm_rxc, ep_fid.fid), level,
+	                         optname, optval, optlen);
+}
+
+static int srx_setopt(fid_t fid, int level, int optname, const void *optval,
+                      size_t optlen)
+{
+	struct lm_rdm_rxc *rxc = lm_container_of(fid, struct lm_rdm_rxc, ep_fid.fid);
+	int ret;
+
+	lm_lock_acquire(lm_rdm_rxc_lock(rxc));
+	ret = lm_rdm_rxc_setopt(rxc, level, optname, optval, optlen);
+	lm_lock_release(lm_rdm_rxc_lock(rxc));
+	return ret;
 }
 
 const struct fi_ops_ep lm_rdm_rxc_ep_ops = {
