@@ -442,8 +442,10 @@ static void region_fill(char *base, const struct shm_region *r,
 	h->meta_off = g->meta_off;
 	h->buf_off = g->buf_off;
 	h->buf_size = SHM_BUF_SIZE;
-	for (i = 0; i < cells; i++)
-		atomic_init(&((struct shm_cell *)(base + g->ring_off))[i].seq, i);
+	/* The cells stay as the fresh object has them, zero: a sequence word
+	 * of 0 is never a committed position's (pos + 1), and no page of
+	 * the ring is touched before a message uses it, so an idle region
+	 * costs its header, not its ring. */
 	for (i = 0; i < count; i++) {
 		struct shm_buf_meta *m = (struct shm_buf_meta *)(base + g->meta_off) + i;
 

@@ -153,8 +153,9 @@ struct shm_hdr {
 	SHM_OWN_LINE struct shm_waiter waiters[SHM_WAITERS];
 };
 
-/* One ring cell.  seq == pos: free for the producer of position pos;
- * seq == pos + 1: committed, ready for the consumer at pos. */
+/* One ring cell.  seq == pos + 1: committed, ready for the consumer at
+ * pos; anything else (0 in a fresh region) is not.  Which cells are free
+ * for producers is ring_freed's to say, not seq's. */
 struct shm_cell {
 	_Atomic uint64_t seq;
 	uint32_t len; /* bytes of data in use */
