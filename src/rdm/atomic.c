@@ -36,7 +36,8 @@ static void atomic_exec(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 	void *dst;
 	int ret = 0;
 
-	if (!sz || h->tag >> 2 * LM_ATOMIC_TAG_SHIFT || !lm_atomic_valid(dt, op, kind)) {
+	if (!sz || (uint32_t)h->tag >> 2 * LM_ATOMIC_TAG_SHIFT ||
+	    !lm_atomic_valid(dt, op, kind)) {
 		ret = -FI_EOPNOTSUPP;
 		goto answer;
 	}
@@ -68,7 +69,7 @@ static void atomic_exec(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 	/* man fi_endpoint: fetching and compare atomics count as remote
 	 * reads, base atomics as remote writes. */
 	if (!ret)
-		lm_rdm_remote_event(ep, h->key,
+		lm_rdm_remote_event(ep, h->tag >> LM_ATOMIC_RX_SHIFT, h->key,
 		                    kind == LM_ATOMIC_BASE ? FI_REMOTE_WRITE
 		                                           : FI_REMOTE_READ);
 answer:
@@ -249,11 +250,12 @@ static ssize_t atomic_post(struct lm_rdm_ctx *ctx, enum lm_atomic_kind kind,
 		ret = -FI_EOPBADSTATE;
 		goto out;
 	}
-	tx = lm_rdm_tx_begin(ep, ctx->txrep, a->dest, a->flags, a->context, a->inject_call,
-	                     &ret);
+	tx = lm_rdm_tx_begin(ep, ctx->txrep, a->dest, a->flags, a->context,
+	                     a->inject_call, &ret);
 	if (!tx)
 		goto out;
-	tx->cntr = ctx->txrep->cntr[kind == LM_ATOMIC_BASE ? LM_CNTR_WRITE : LM_CNTR_READ];
+	tx->cntr =
+	    ctx->txrep->cntr[kind == LM_ATOMIC_BASE ? LM_CNTR_WRITE : LM_CNTR_READ];
 	tx->cq_flags = FI_ATOMIC | (kind == LM_ATOMIC_BASE ? FI_WRITE : FI_READ);
 	tx->len = pl.bytes;
 	tx->op = LM_OP_ATOMIC;
@@ -263,7 +265,8 @@ static ssize_t atomic_post(struct lm_rdm_ctx *ctx, enum lm_atomic_kind kind,
 	          : kind == LM_ATOMIC_FETCH ? LM_HF_FETCH
 	                                    : 0;
 	h.size = pl.nelem;
-	h.tag = (uint64_t)a->op << LM_ATOMIC_TAG_SHIFT | (uint64_t)a->dt;
+	h.tag = lm_rdm_rx_index(ep, a->dest) << LM_ATOMIC_RX_SHIFT |
+	        (uint64_t)a->op << LM_ATOMIC_TAG_SHIFT | (uint64_t)a->dt;
 	h.addr = a->addr;
 	h.key = a->key;
 	ret = lm_rdm_tx_launch(ep, tx, &h);

@@ -214,6 +214,7 @@ static inline size_t lm_rdm_rts_len(const struct lm_rdm_rts *rts)
  * every value libfabric defines. */
 #define LM_ATOMIC_TAG_SHIFT 8
 #define LM_ATOMIC_TAG_MASK  0xffu
+#define LM_ATOMIC_RX_SHIFT  32 /* the tag's bits from here: lm_rdm_rx_index */
 
 /* Limits every provider on the engine reports in tx_attr / rx_attr /
  * ep_attr (the engine's own defaults for an fi_info without them are in
@@ -847,6 +848,13 @@ static inline struct lm_rdm_rxc *lm_rdm_rxc_of(struct lm_rdm_ep *ep, uint64_t ke
 		r = ep->rxcs[0];
 	return r ? r : ep->rxc;
 }
+/* The receive context index a destination names (fi_rx_addr) when ep's
+ * AV has rx_ctx_bits, else 0.  Messages carry it in the header's key,
+ * RMA in its tag, atomics in the tag's upper half (LM_ATOMIC_RX_SHIFT). */
+static inline uint64_t lm_rdm_rx_index(const struct lm_rdm_ep *ep, fi_addr_t dest)
+{
+	return ep->rx_shift ? dest >> ep->rx_shift : 0;
+}
 /* A connected endpoint's peer is now the link peer at addr (the provider's
  * connection management made the connection).  Under no lock of ep's. */
 int lm_rdm_ep_connected(struct lm_rdm_ep *ep, const void *addr);
@@ -1173,13 +1181,16 @@ void lm_rdm_atomic_recv(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 /* A streamed RMA write finished at the target: counters, remote CQ data. */
 void lm_rdm_rma_rndv_done(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r, int err);
 /* The target-side events of a remote write of len bytes into the region
- * key (remote CQ data, counters) or of a remote read. */
+ * key (remote CQ data, counters) or of a remote read; rx: the receive
+ * context the initiator named (lm_rdm_rx_index), whose CQ and counters
+ * report it on a scalable endpoint. */
 void lm_rdm_rma_target_event(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer, bool write,
-                             uint64_t key, uint16_t hflags, uint64_t data, size_t len);
-/* A remote access (FI_REMOTE_READ or FI_REMOTE_WRITE) reached region key:
- * the endpoint's counter for that kind and, with FI_RMA_EVENT, the
- * region's own. */
-void lm_rdm_remote_event(struct lm_rdm_ep *ep, uint64_t key, uint64_t access);
+                             uint64_t rx, uint64_t key, uint16_t hflags, uint64_t data,
+                             size_t len);
+/* A remote access (FI_REMOTE_READ or FI_REMOTE_WRITE) reached region key
+ * through receive context rx: the endpoint's (or that context's) counter
+ * for that kind and, with FI_RMA_EVENT, the region's own. */
+void lm_rdm_remote_event(struct lm_rdm_ep *ep, uint64_t rx, uint64_t key, uint64_t access);
 /* fi_atomic's message-size bound: elements of dt one call may carry. */
 size_t lm_rdm_atomic_max(struct lm_rdm_ep *ep, enum fi_datatype dt, bool compare);
 

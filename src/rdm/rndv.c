@@ -354,6 +354,7 @@ bool lm_rdm_rndv_write(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 	r->size = h->size;
 	r->hflags = h->flags;
 	r->data = h->data;
+	r->tag = h->tag; /* the receive context named (lm_rdm_rx_index) */
 	r->key = h->key;
 	if (iov_count) /* iov may be NULL then */
 		memcpy(r->iov, iov, iov_count * sizeof(*iov));

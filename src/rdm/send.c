@@ -115,8 +115,8 @@ static LM_HOT_INLINE ssize_t send_fast(struct lm_rdm_ep *ep,
 	if (rep->cntr[LM_CNTR_SEND])
 		lm_cntr_inc(rep->cntr[LM_CNTR_SEND]);
 	if (report)
-		lm_cq_write(rep->cq, context, FI_SEND | (tagged ? FI_TAGGED : FI_MSG),
-		            0, NULL, 0, 0, FI_ADDR_NOTAVAIL);
+		lm_cq_write(rep->cq, context, FI_SEND | (tagged ? FI_TAGGED : FI_MSG), 0,
+		            NULL, 0, 0, FI_ADDR_NOTAVAIL);
 	return 0;
 }
 
@@ -148,9 +148,9 @@ static void rts_flags(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 /* A message carried by a request: eager (queued, fenced, or asking for
  * delivery completion) or by rendezvous. */
 static ssize_t send_request(struct lm_rdm_ep *ep, const struct lm_rdm_report *rep,
-                            struct lm_rdm_peer *peer, struct lm_rdm_hdr *h, const struct iovec *iov, size_t count,
-                            uint64_t flags, void *context, bool report, bool eager,
-                            bool copy)
+                            struct lm_rdm_peer *peer, struct lm_rdm_hdr *h,
+                            const struct iovec *iov, size_t count, uint64_t flags,
+                            void *context, bool report, bool eager, bool copy)
 {
 	struct lm_rdm_tx *tx = lm_rdm_tx_alloc(ep);
 	size_t len = h->size;
@@ -215,8 +215,7 @@ static LM_HOT_INLINE ssize_t do_send(struct lm_rdm_ctx *ctx, const struct iovec 
 	h.tag = tag;
 	h.data = data;
 	/* A scalable peer's receive context, named by fi_rx_addr. */
-	if (ep->rx_shift)
-		h.key = dest >> ep->rx_shift;
+	h.key = lm_rdm_rx_index(ep, dest);
 	if (!lm_list_empty(&ep->tx_queue))
 		lm_rdm_tx_flush(ep);
 	report = lm_rdm_tx_reports(rep, flags, inject_call);
@@ -269,8 +268,8 @@ static ssize_t rdm_inject(struct fid_ep *fid, const void *buf, size_t len, fi_ad
 {
 	struct iovec iov = {(void *)buf, len};
 
-	return do_send(lm_rdm_ctx_of(fid), &iov, 1, dest, 0, 0, FI_INJECT, NULL,
-	               false, true);
+	return do_send(lm_rdm_ctx_of(fid), &iov, 1, dest, 0, 0, FI_INJECT, NULL, false,
+	               true);
 }
 
 static ssize_t rdm_senddata(struct fid_ep *fid, const void *buf, size_t len, void *desc,
@@ -325,8 +324,8 @@ static ssize_t rdm_tinject(struct fid_ep *fid, const void *buf, size_t len,
 {
 	struct iovec iov = {(void *)buf, len};
 
-	return do_send(lm_rdm_ctx_of(fid), &iov, 1, dest, tag, 0, FI_INJECT, NULL,
-	               true, true);
+	return do_send(lm_rdm_ctx_of(fid), &iov, 1, dest, tag, 0, FI_INJECT, NULL, true,
+	               true);
 }
 
 static ssize_t rdm_tsenddata(struct fid_ep *fid, const void *buf, size_t len, void *desc,

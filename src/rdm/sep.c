@@ -28,8 +28,8 @@ static struct lm_rdm_ep *sep_of(struct fid *fid)
 static int rep_bind(struct lm_rdm_ep *ep, struct lm_rdm_report *rep, bool enabled,
                     struct fid *bfid, uint64_t flags, uint64_t side, uint64_t cntr_kinds)
 {
-	static const uint64_t cntr_bits[LM_CNTR_MAX] = {FI_SEND,  FI_RECV, FI_READ,
-	                                                FI_WRITE, 0,       0};
+	static const uint64_t cntr_bits[LM_CNTR_MAX] = {
+	    FI_SEND, FI_RECV, FI_READ, FI_WRITE, FI_REMOTE_READ, FI_REMOTE_WRITE};
 
 	if (!bfid)
 		return -FI_EINVAL;
@@ -378,7 +378,10 @@ static int rxc_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	int ret;
 
 	lm_lock_acquire(r->sep->lock);
-	ret = rep_bind(r->sep, &r->rep, r->enabled, bfid, flags, FI_RECV, FI_RECV);
+	/* A receive context counts what arrives for it: messages, and
+	 * RMA and atomics that named it (lm_rdm_rx_index). */
+	ret = rep_bind(r->sep, &r->rep, r->enabled, bfid, flags, FI_RECV,
+	               FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE);
 	lm_lock_release(r->sep->lock);
 	return ret;
 }

@@ -4,7 +4,9 @@
  * transmit and one receive context with CQs of their own.  Messages
  * named for a receive context (FI_NAMED_RX_CTX, fi_rx_addr) arrive there
  * and nowhere else, eager and rendezvous, contents checked; completions
- * go to the context's own CQ; and misuse (an index past the count, a
+ * go to the context's own CQ.  RMA writes with remote CQ data and
+ * atomics named for a receive context are reported by that context's CQ
+ * and remote-write counter, and no other's.  Misuse (an index past the count, a
  * context opened twice, sends on a receive context, closing the endpoint
  * under its contexts) is an error, never a crash. */
 #include <pthread.h>
@@ -13,6 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_rma.h>
 
 #include "check.h"
 #include "eptest.h"
@@ -35,6 +40,7 @@ static struct {
 	struct fid_av *av;
 	struct fid_ep *sep, *tx[NCTX], *rx[NCTX];
 	struct fid_cq *txcq[NCTX], *rxcq[NCTX];
+	struct fid_cntr *rcntr[NCTX]; /* FI_REMOTE_WRITE of each receive context */
 	fi_addr_t peer;
 	char name[ET_SLOT];
 	char *rbuf[NCTX][M];
@@ -75,7 +81,7 @@ static int open_sep(void)
 	hints->fabric_attr->prov_name = strdup(et_prov());
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->addr_format = FI_ADDR_STR;
-	hints->caps = FI_MSG | FI_NAMED_RX_CTX;
+	hints->caps = FI_MSG | FI_RMA | FI_ATOMIC | FI_RMA_EVENT | FI_NAMED_RX_CTX;
 	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED;
 	ret = fi_getinfo(FI_VERSION(1, 17), node, NULL, node ? FI_SOURCE : 0, hints,
 	                 &S.info);
@@ -111,6 +117,13 @@ static int open_sep(void)
 		          -FI_EOPBADSTATE);
 		OKR(fi_ep_bind(S.tx[i], &S.txcq[i]->fid, FI_SEND));
 		OKR(fi_ep_bind(S.rx[i], &S.rxcq[i]->fid, FI_RECV));
+		OKR(fi_cntr_open(S.domain,
+		                 &(struct fi_cntr_attr){.events = FI_CNTR_EVENTS_COMP},
+		                 &S.rcntr[i], NULL));
+		/* A transmit context counts no remote access. */
+		CHECK_INT(fi_ep_bind(S.tx[i], &S.rcntr[i]->fid, FI_REMOTE_WRITE),
+		          -FI_EBADFLAGS);
+		OKR(fi_ep_bind(S.rx[i], &S.rcntr[i]->fid, FI_REMOTE_WRITE));
 		OKR(fi_enable(S.tx[i]));
 		OKR(fi_enable(S.rx[i]));
 		/* Each does its half only. */
@@ -242,6 +255,78 @@ static void *work(void *arg)
 	return NULL;
 }
 
+/* Each transmit context i writes one word with remote CQ data 0x100 + i
+ * to receive context i of the peer, and adds 1 to another word through
+ * receive context i + 1: receive context j reports one write with data
+ * 0x100 + j on its CQ, and its remote-write counter counts two. */
+static void rma_phase(void)
+{
+	uint64_t *mem = calloc(2 * NCTX, sizeof(uint64_t)), val[NCTX], one = 1;
+	struct {
+		uint64_t addr, key;
+	} me, them;
+	char all[2 * ET_SLOT];
+	struct fid_mr *mr = NULL;
+	int posted = 0, done = 0, data_seen[NCTX] = {0}, bad = 0;
+	uint64_t end = et_now_us() + TMO * 1000ull;
+	bool counted = false;
+
+	CHECK_INT(fi_mr_reg(S.domain, mem, 2 * NCTX * sizeof(uint64_t),
+	                    FI_REMOTE_WRITE | FI_REMOTE_READ, 0, 0, 0, &mr, NULL),
+	          0);
+	me.addr = (uintptr_t)mem;
+	me.key = mr ? fi_mr_key(mr) : 0;
+	CHECK_INT(et_allgather(&me, sizeof(me), all), 0);
+	memcpy(&them, all + (1 - rank) * ET_SLOT, sizeof(them));
+	while ((posted < 2 * NCTX || done < 2 * NCTX || !counted) && et_now_us() < end) {
+		struct fi_cq_tagged_entry c;
+
+		if (posted < 2 * NCTX) {
+			int i = posted / 2;
+			ssize_t r;
+
+			val[i] = (uint64_t)rank << 8 | (uint64_t)i;
+			if (posted % 2 == 0)
+				r = fi_writedata(
+				    S.tx[i], &val[i], sizeof(val[i]), NULL,
+				    0x100 + (uint64_t)i, fi_rx_addr(S.peer, i, BITS),
+				    them.addr + 8 * (uint64_t)i, them.key, &val[i]);
+			else
+				r = fi_atomic(S.tx[i], &one, 1, NULL,
+				              fi_rx_addr(S.peer, (i + 1) % NCTX, BITS),
+				              them.addr + 8 * (uint64_t)(NCTX + i),
+				              them.key, FI_UINT64, FI_SUM, &one);
+			if (r == 0)
+				posted++;
+			else if (r != -FI_EAGAIN)
+				bad++, posted = done = 2 * NCTX;
+		}
+		counted = true;
+		for (int i = 0; i < NCTX; i++) {
+			if (fi_cq_read(S.txcq[i], &c, 1) == 1)
+				done++;
+			if (fi_cq_read(S.rxcq[i], &c, 1) == 1) {
+				bad += !(c.flags & FI_REMOTE_CQ_DATA) ||
+				       c.data != 0x100 + (uint64_t)i;
+				data_seen[i]++;
+			}
+			counted &= fi_cntr_read(S.rcntr[i]) >= 2 && data_seen[i] >= 1;
+		}
+	}
+	CHECK_INT(bad, 0);
+	CHECK_INT(done, 2 * NCTX);
+	for (int i = 0; i < NCTX; i++) {
+		CHECK_INT(data_seen[i], 1);
+		CHECK_INT(fi_cntr_read(S.rcntr[i]), 2);
+		CHECK_INT(mem[i], (uint64_t)(1 - rank) << 8 | (uint64_t)i);
+		CHECK_INT(mem[NCTX + i], 1);
+	}
+	CHECK_INT(et_barrier(), 0);
+	if (mr)
+		CHECK_INT(fi_close(&mr->fid), 0);
+	free(mem);
+}
+
 static int body(int r, int nprocs, void *arg)
 {
 	char all[2 * ET_SLOT];
@@ -273,11 +358,13 @@ static int body(int r, int nprocs, void *arg)
 		CHECK_INT(w[i].failures, 0);
 	}
 	CHECK_INT(et_barrier(), 0);
+	rma_phase();
 	for (int i = 0; i < NCTX; i++) {
 		CHECK_INT(fi_close(&S.tx[i]->fid), 0);
 		CHECK_INT(fi_close(&S.rx[i]->fid), 0);
 		CHECK_INT(fi_close(&S.txcq[i]->fid), 0);
 		CHECK_INT(fi_close(&S.rxcq[i]->fid), 0);
+		CHECK_INT(fi_close(&S.rcntr[i]->fid), 0);
 		for (int k = 0; k < M; k++)
 			free(S.rbuf[i][k]);
 	}
