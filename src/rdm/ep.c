@@ -50,7 +50,7 @@ int lm_rdm_domain_init(struct lm_rdm_domain *dom, struct lm_fabric *fab,
 	dom->av_ops.addrlen = link_ops->addrlen;
 	dom->av_ops.from_str = link_ops->addr_from_str;
 	dom->av_ops.to_str = link_ops->addr_to_str;
-	dom->av_ops.str_prefix = link_ops->addr_prefix;
+	dom->av_ops.str_max = link_ops->addr_str_max;
 	dom->av_ops.check = link_ops->addr_check;
 	dom->av_ops.on_remove = av_on_remove;
 	dom->util.av_addr_ops = &dom->av_ops;

@@ -90,7 +90,7 @@ struct lm_link_ops {
 	size_t addrlen; /* binary address size */
 	/* FI_ADDR_STR text (or node + service) <-> binary address. */
 	int (*addr_from_str)(const char *node, const char *service, void *addr);
-	const char *addr_prefix; /* FI_ADDR_STR text prefix (lm_av_addr_ops) */
+	size_t addr_str_max; /* longest FI_ADDR_STR text, NUL included (lm_av_addr_ops) */
 	int (*addr_to_str)(const void *addr, char *buf, size_t *len);
 	/* Optional: can these addrlen bytes name a peer (lm_av_addr_ops)? */
 	int (*addr_check)(const void *addr);

@@ -264,16 +264,30 @@ static int src_binary(struct lm_av *av, const void *arg, size_t i, const void **
 	return 0;
 }
 
-static int src_strings(struct lm_av *av, const void *arg, size_t i, const void **addr)
-{
-	const char *s = ((const char *const *)arg)[i];
-	int ret;
+/* fi_av_insert's FI_ADDR_STR buffer: strings packed one after another
+ * (lm_av_addr_ops.str_max), read in order by insert_batch. */
+struct packed_strs {
+	const char *next; /* NULL once one was not terminated in time */
+};
 
+static int src_packed(struct lm_av *av, const void *arg, size_t i, const void **addr)
+{
+	struct packed_strs *ps = (struct packed_strs *)arg;
+	size_t max = LM_MAX(av->ops->str_max, (size_t)FI_NAME_MAX);
+	const char *s = ps->next;
+	size_t n;
+
+	(void)i;
 	if (!s)
 		return -FI_EINVAL;
-	ret = av->ops->from_str(s, NULL, av->scratch);
+	n = strnlen(s, max);
+	if (n == max) { /* where the next one starts is unknown */
+		ps->next = NULL;
+		return -FI_EINVAL;
+	}
+	ps->next = s + n + 1;
 	*addr = av->scratch;
-	return ret;
+	return av->ops->from_str(s, NULL, av->scratch);
 }
 
 static int src_svc(struct lm_av *av, const void *arg, size_t i, const void **addr)
@@ -400,28 +414,13 @@ static int av_insert(struct fid_av *av_fid, const void *addr, size_t count,
                      fi_addr_t *fi_addr, uint64_t flags, void *context)
 {
 	struct lm_av *av = av_of(av_fid);
-	const char *p = addr, **names;
-	int ret;
+	struct packed_strs ps = {addr};
 
 	if (count && !addr)
 		return -FI_EINVAL;
-	/* On an FI_ADDR_STR domain applications pass an array of strings, or
-	 * (see lm_av_addr_ops.str_prefix) the strings packed one after the
-	 * other. */
-	if (!av->str_format || !count || !av->ops->str_prefix ||
-	    strncmp(p, av->ops->str_prefix, strlen(av->ops->str_prefix)))
-		return insert_batch(av, count, av->str_format ? src_strings : src_binary,
-		                    addr, fi_addr, flags, context);
-	names = calloc(count, sizeof(*names));
-	if (!names)
-		return -FI_ENOMEM;
-	for (size_t i = 0; i < count; i++) {
-		names[i] = p;
-		p += strlen(p) + 1;
-	}
-	ret = insert_batch(av, count, src_strings, names, fi_addr, flags, context);
-	free(names);
-	return ret;
+	if (av->str_format)
+		return insert_batch(av, count, src_packed, &ps, fi_addr, flags, context);
+	return insert_batch(av, count, src_binary, addr, fi_addr, flags, context);
 }
 
 static int av_insertsvc(struct fid_av *av_fid, const char *node, const char *service,

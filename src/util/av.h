@@ -20,12 +20,13 @@ struct lm_av_addr_ops {
 	/* For fi_av_straddr: write at most *len bytes (NUL-terminated when
 	 * anything is written) and set *len to the full length with NUL. */
 	int (*to_str)(const void *addr, char *buf, size_t *len);
-	/* Optional: how this provider's FI_ADDR_STR text starts ("fi_shm://").
-	 * man fi_av has FI_ADDR_STR addresses inserted as an array of char *;
-	 * libfabric's own providers also take them packed in the buffer, and
-	 * binaries such as fi_pingpong rely on that.  A buffer starting with
-	 * the prefix cannot be an array of pointers, so both are accepted. */
-	const char *str_prefix;
+	/* The longest FI_ADDR_STR text, NUL included; 0: FI_NAME_MAX.
+	 * fi_av_insert takes FI_ADDR_STR addresses as libfabric's providers
+	 * and fabtests pass them: count NUL-terminated strings packed one
+	 * after another (not the array of char * man fi_av names, whose
+	 * bytes would be read as pointers).  A string not terminated within
+	 * this many bytes fails, and with it every entry after it. */
+	size_t str_max;
 	/* Optional: 0 when the addrlen bytes at addr (given binary or parsed
 	 * from text) can name a peer, else a negative FI_E* code, which fails
 	 * the insertion of that one address (man fi_av: the AV reports it per

@@ -344,8 +344,8 @@ int et_open_local(struct et_ep *e, const struct et_opts *o)
 	if (getenv("LOOM_TEST_NAME_PREFIX") &&
 	    strncmp(e->name, getenv("LOOM_TEST_NAME_PREFIX"),
 	            strlen(getenv("LOOM_TEST_NAME_PREFIX")))) {
-		fprintf(stderr, "rank %d: endpoint name %s, not %s...\n", e->rank, e->name,
-		        getenv("LOOM_TEST_NAME_PREFIX"));
+		fprintf(stderr, "rank %d: endpoint name %s, not %s...\n", e->rank,
+		        e->name, getenv("LOOM_TEST_NAME_PREFIX"));
 		return -FI_EADDRNOTAVAIL;
 	}
 	for (int i = 0; i < ET_MAX_PROCS; i++)
@@ -374,13 +374,11 @@ int et_open(struct et_ep *e, const struct et_opts *o)
 	if (ret)
 		return ret;
 	for (int r = 0; r < e->nprocs; r++) {
-		const char *names[1] = {all[r].name};
-
 		e->pid[r] = all[r].pid;
 		memcpy(e->peer_name[r], all[r].name, sizeof(all[r].name));
 		if (!all[r].pid)
 			continue;
-		ret = fi_av_insert(e->av, names, 1, &e->addr[r], 0, NULL);
+		ret = fi_av_insert(e->av, all[r].name, 1, &e->addr[r], 0, NULL);
 		if (ret != 1) {
 			fprintf(stderr, "rank %d: fi_av_insert(%s) = %d\n", e->rank,
 			        all[r].name, ret);

@@ -331,7 +331,6 @@ static int body(int r, int nprocs, void *arg)
 {
 	char all[2 * ET_SLOT];
 	struct worker w[NCTX];
-	const char *names[1];
 
 	(void)nprocs, (void)arg;
 	rank = r;
@@ -340,8 +339,7 @@ static int body(int r, int nprocs, void *arg)
 		return 1;
 	}
 	CHECK_INT(et_allgather(S.name, strlen(S.name) + 1, all), 0);
-	names[0] = all + (1 - rank) * ET_SLOT;
-	CHECK_INT(fi_av_insert(S.av, names, 1, &S.peer, 0, NULL), 1);
+	CHECK_INT(fi_av_insert(S.av, all + (1 - rank) * ET_SLOT, 1, &S.peer, 0, NULL), 1);
 	for (int i = 0; i < NCTX; i++)
 		post_receives(i);
 	CHECK_INT(et_barrier(), 0);

@@ -385,11 +385,8 @@ static int rank0(void)
 	/* The names of the four shared endpoints, one exchange each. */
 	for (int i = 0; i < NEP; i++)
 		CHECK_INT(et_allgather(S.name[i], strlen(S.name[i]) + 1, all), 0);
-	for (int r = 1; r <= NEP; r++) {
-		const char *names[1] = {E.peer_name[r]};
-
-		CHECK_INT(fi_av_insert(S.av, names, 1, &S.peer[r], 0, NULL), 1);
-	}
+	for (int r = 1; r <= NEP; r++)
+		CHECK_INT(fi_av_insert(S.av, E.peer_name[r], 1, &S.peer[r], 0, NULL), 1);
 	shared_misuse();
 	round_messages();
 	round_directed();
@@ -448,11 +445,8 @@ static int sender(void)
 	int r = E.rank;
 
 	for (int i = 0; i < NEP; i++) {
-		const char *names[1];
-
 		CHECK_INT(et_allgather("", 1, all), 0);
-		names[0] = all;
-		CHECK_INT(fi_av_insert(E.av, names, 1, &to[i], 0, NULL), 1);
+		CHECK_INT(fi_av_insert(E.av, all, 1, &to[i], 0, NULL), 1);
 	}
 	/* Each round: its messages go once rank 0 is ready, and their
 	 * completions are awaited only after the round's second barrier

@@ -56,11 +56,7 @@ static void open_side(struct side *s)
 	CHECK(len > 7 && len < sizeof(name));
 	CHECK_INT(fi_getname(&s->ep->fid, name, &len), 0);
 	CHECK(!strncmp(name, "loop://", 7));
-	{
-		const char *names[1] = {name}; /* FI_ADDR_STR: an array of strings */
-
-		CHECK_INT(fi_av_insert(fx.av, names, 1, &s->addr, 0, NULL), 1);
-	}
+	CHECK_INT(fi_av_insert(fx.av, name, 1, &s->addr, 0, NULL), 1);
 }
 
 static void close_side(struct side *s)

@@ -56,7 +56,6 @@ static void open_side(struct side *s)
 	struct fi_cq_attr cqa = {.format = FI_CQ_FORMAT_TAGGED, .size = 1024};
 	char name[64];
 	size_t len = sizeof(name);
-	const char *names[1] = {name};
 
 	CHECK_INT(fi_endpoint(fx.domain, fx.info, &s->ep, NULL), 0);
 	CHECK_INT(fi_cq_open(fx.domain, &cqa, &s->cq, NULL), 0);
@@ -68,7 +67,7 @@ static void open_side(struct side *s)
 	CHECK_INT(fi_ep_bind(s->ep, &fx.av->fid, 0), 0);
 	CHECK_INT(fi_enable(s->ep), 0);
 	CHECK_INT(fi_getname(&s->ep->fid, name, &len), 0);
-	CHECK_INT(fi_av_insert(fx.av, names, 1, &s->addr, 0, NULL), 1);
+	CHECK_INT(fi_av_insert(fx.av, name, 1, &s->addr, 0, NULL), 1);
 }
 
 static void close_side(struct side *s)
@@ -686,12 +685,12 @@ int main(void)
 	CHECK_INT(fi_mr_reg(fx.domain, tbuf, TSIZE, FI_REMOTE_READ | FI_REMOTE_WRITE, 0,
 	                    0, 0, &mr_rw, NULL),
 	          0);
-	CHECK_INT(fi_mr_reg(fx.domain, ro, sizeof(ro), FI_REMOTE_READ, 0, 0, 0, &mr_ro,
-	                    NULL),
-	          0);
-	CHECK_INT(fi_mr_reg(fx.domain, wo, sizeof(wo), FI_REMOTE_WRITE, 0, 0, 0, &mr_wo,
-	                    NULL),
-	          0);
+	CHECK_INT(
+	    fi_mr_reg(fx.domain, ro, sizeof(ro), FI_REMOTE_READ, 0, 0, 0, &mr_ro, NULL),
+	    0);
+	CHECK_INT(
+	    fi_mr_reg(fx.domain, wo, sizeof(wo), FI_REMOTE_WRITE, 0, 0, 0, &mr_wo, NULL),
+	    0);
 	key_rw = fi_mr_key(mr_rw);
 	key_ro = fi_mr_key(mr_ro);
 	key_wo = fi_mr_key(mr_wo);

@@ -1275,15 +1275,14 @@ static void case_bad_av(struct fx *f)
 
 	cur_case = "fi_av_insert bad addresses";
 	/* Bytes of no valid address: 0xff (family 0xffff for sockaddrs), a
-	 * family of another kind; on FI_ADDR_STR domains (an array of
-	 * strings, fi_av(3)) text of no known scheme, 0xff text, a scheme
-	 * with garbage after it (packed). */
+	 * family of another kind; on FI_ADDR_STR domains (strings packed one
+	 * after another, as libfabric reads them) text of no known scheme,
+	 * 0xff text, a scheme with garbage after it. */
 	memset(junk, 0xff, sizeof(junk));
 	junk[sizeof(junk) - 1] = '\0';
 	if (f->info->addr_format == FI_ADDR_STR) {
 		char packed[64];
-		const char *strs[][1] = {
-		    {""}, {junk}, {"no-such-scheme://not/an/address"}};
+		const char *strs[] = {"", junk, "no-such-scheme://not/an/address"};
 
 		/* shm takes any other text as a name an endpoint may choose
 		 * (tests/shm/named.c): only the empty one is refused there. */
@@ -1304,6 +1303,34 @@ static void case_bad_av(struct fx *f)
 			(void)fi_av_insert(av, strs[i], 1, &fa, 0, NULL);
 		snprintf(packed, sizeof(packed), "fi_shm://\xff\xff/zz");
 		(void)fi_av_insert(av, packed, 1, &fa, 0, NULL);
+		/* Any other text is a name, as on libfabric's shm: "hello"
+		 * crashed when the buffer was read as an array of pointers.
+		 * Packed beside an empty string, the names still go in. */
+		{
+			static const char three[] = "hello\0\0world";
+			fi_addr_t fa3[3] = {0, 0, 0};
+			int se[3] = {-1, -1, -1};
+
+			fa = FI_ADDR_NOTAVAIL;
+			ret = fi_av_insert(av, "hello", 1, &fa, 0, NULL);
+			check_count++;
+			if (ret != 1 || fa == FI_ADDR_NOTAVAIL) {
+				fprintf(stderr, "[%s %s] \"hello\": fi_av_insert = %d\n",
+				        cur_prov, cur_case, ret);
+				check_failures++;
+			}
+			ret = fi_av_insert(av, three, 3, fa3, FI_SYNC_ERR, se);
+			check_count++;
+			if (ret != 2 || se[0] || se[1] != FI_EINVAL || se[2] ||
+			    fa3[0] == FI_ADDR_NOTAVAIL || fa3[1] != FI_ADDR_NOTAVAIL ||
+			    fa3[2] == FI_ADDR_NOTAVAIL) {
+				fprintf(stderr,
+				        "[%s %s] \"hello\", \"\", \"world\" packed: "
+				        "fi_av_insert = %d, errors %d %d %d\n",
+				        cur_prov, cur_case, ret, se[0], se[1], se[2]);
+				check_failures++;
+			}
+		}
 	} else {
 		struct sockaddr_storage ss;
 

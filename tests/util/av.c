@@ -372,18 +372,31 @@ static void test_table_binary(void)
 static void test_str_format(void)
 {
 	struct fid_av *av = open_av(FI_AV_MAP, 0, 0, true);
-	const char *strs[3] = {"fi_test://h5:6", "garbage", NULL};
+	static const char packed[] = "fi_test://h5:6\0garbage\0fi_test://h1:2";
+	char unterminated[FI_NAME_MAX + 32];
 	fi_addr_t fa[4], fs[8];
+	int se[2];
 	char s[64];
 	size_t len;
 
 	CHECK_INT(lav(av)->type, FI_AV_MAP);
-	/* FI_ADDR_STR: the insert array holds strings. */
-	CHECK_INT(fi_av_insert(av, strs, 3, fa, 0, NULL), 1);
+	/* FI_ADDR_STR: the buffer holds the strings packed one after another,
+	 * as libfabric's providers read it; a bad one fails alone. */
+	CHECK_INT(fi_av_insert(av, packed, 3, fa, 0, NULL), 2);
 	CHECK(fa[0] != FI_ADDR_NOTAVAIL);
 	CHECK_HEX(fa[1], FI_ADDR_NOTAVAIL);
-	CHECK_HEX(fa[2], FI_ADDR_NOTAVAIL);
+	CHECK(fa[2] != FI_ADDR_NOTAVAIL);
 	CHECK(addr_is(av, fa[0], 5, 6));
+	CHECK(addr_is(av, fa[2], 1, 2));
+	/* Not terminated within FI_NAME_MAX: that entry fails, and so does
+	 * the next, whose start is unknown; nothing past the bound is read. */
+	memset(unterminated, 'h', sizeof(unterminated));
+	memcpy(unterminated + FI_NAME_MAX, "fi_test://h3:4", 15);
+	CHECK_INT(fi_av_insert(av, unterminated, 2, fs, FI_SYNC_ERR, se), 0);
+	CHECK_INT(se[0], FI_EINVAL);
+	CHECK_INT(se[1], FI_EINVAL);
+	CHECK_HEX(fs[0], FI_ADDR_NOTAVAIL);
+	CHECK_HEX(fs[1], FI_ADDR_NOTAVAIL);
 	/* ...and lookup gives text back. */
 	len = sizeof(s);
 	CHECK_INT(fi_av_lookup(av, fa[0], s, &len), 0);

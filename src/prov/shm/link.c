@@ -538,9 +538,8 @@ const struct lm_link_ops shm_link_ops = {
     .name = "shm",
     .addrlen = sizeof(struct shm_bin_addr),
     .addr_from_str = shm_from_str,
-    /* What every shm address text starts with: "fi_shm://..." and the
-     * names "fi_ns://host:port" (packed strings in fi_av_insert). */
-    .addr_prefix = "fi_",
+    /* Any text is a name an endpoint may take (fi_setname). */
+    .addr_str_max = SHM_NAME_TEXT_MAX,
     .addr_to_str = shm_to_str,
     .open = shm_link_open,
     .close = shm_link_close,

@@ -45,6 +45,9 @@ _Static_assert(TCP_IN_CAP >= sizeof(struct tcp_frame) + TCP_HDR_MAX + TCP_MAX_PA
 #define TCP_OUT_CAP_MIN (64 * 1024)
 /* Peers a link's map holds before it first grows: a job's neighbours on a few nodes. */
 #define TCP_PEERS_EXPECTED 64
+/* The longest address text: "fi_sockaddr_in6://[" an IPv6 address "%" an
+ * interface "]:" a port, rounded up. */
+#define TCP_ADDR_STR_MAX 128
 /* lm_link.inline_max: a few cache lines (unused by the engine without send_words). */
 #define TCP_INLINE_MAX 256
 /* Keep-alive of an idle connection: probes start after a part of
@@ -1669,7 +1672,7 @@ const struct lm_link_ops tcp_link_ops = {
     .addrlen = sizeof(struct sockaddr_in),
     .addr_from_str = tcp_addr_from_str,
     .addr_check = tcp_addr_check,
-    .addr_prefix = "fi_sockaddr_in://",
+    .addr_str_max = TCP_ADDR_STR_MAX,
     .open = tcp4_link_open,
 };
 
@@ -1678,6 +1681,6 @@ const struct lm_link_ops tcp6_link_ops = {
     .addrlen = sizeof(struct sockaddr_in6),
     .addr_from_str = tcp6_addr_from_str,
     .addr_check = tcp6_addr_check,
-    .addr_prefix = "fi_sockaddr_in6://",
+    .addr_str_max = TCP_ADDR_STR_MAX,
     .open = tcp6_link_open,
 };
