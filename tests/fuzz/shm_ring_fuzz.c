@@ -1234,8 +1234,15 @@ static void repair_h(void)
 			continue;
 		m = &h_map[i]->map;
 		head = atomic_load(&m->hdr->ring_head);
-		if (head - h_tail[i] > m->mask + 1 || head != h_tail[i])
-			h_tail[i] = head; /* A wrote where H's reader does not look */
+		if (head - h_tail[i] > m->mask + 1 || head != h_tail[i]) {
+			/* A wrote where H's reader does not look: read on from
+			 * the head, with every cell's word saying "not ready"
+			 * there (h_tail is no position's committed word from
+			 * h_tail on; a fresh cell's 0 would be, at 2^64 - 1). */
+			h_tail[i] = head;
+			for (uint64_t j = 0; j <= m->mask; j++)
+				atomic_store(&m->cells[j].seq, h_tail[i]);
+		}
 		atomic_store(&m->hdr->ring_freed, h_tail[i]);
 		atomic_store(&m->hdr->sleeping, 0);
 		atomic_store(&m->hdr->room_wanted, 0);
