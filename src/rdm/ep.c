@@ -452,8 +452,8 @@ static void ep_free(struct lm_rdm_ep *ep)
 		free(c->big);
 		lm_bufpool_free(&ep->ctl_pool, c);
 	}
-	for (size_t i = 0; i < ep->tx_count; i++)
-		free(ep->tx ? ep->tx[i] : NULL);
+	for (size_t i = 0; ep->tx && i < ep->tx_count; i++)
+		free(ep->tx[i]);
 	free(ep->tx);
 	free(ep->tx_free);
 	free(ep->rndv);
@@ -950,11 +950,12 @@ int lm_rdm_endpoint_ext(struct fid_domain *domain, struct fi_info *info,
 	    (info->ep_attr->type != FI_EP_RDM && info->ep_attr->type != FI_EP_MSG))
 		return -FI_EINVAL;
 	/* Only what fi_getinfo could have offered: caps that exist, iovs
-	 * within the engine's limit. */
+	 * and queues within the engine's limits (libfabric's providers
+	 * refuse larger ones too). */
 	if ((info->caps & ~(LM_PRIMARY_CAPS | LM_SECONDARY_CAPS | LM_MSG_MODIFIERS |
 	                     LM_RMA_MODIFIERS)) ||
-	    (info->tx_attr && info->tx_attr->iov_limit > LM_IOV_LIMIT) ||
-	    (info->rx_attr && info->rx_attr->iov_limit > LM_IOV_LIMIT))
+	    (info->tx_attr && !lm_rdm_tx_attr_ok(info->tx_attr)) ||
+	    (info->rx_attr && !lm_rdm_rx_attr_ok(info->rx_attr)))
 		return -FI_EINVAL;
 	ep = calloc(1, sizeof(*ep));
 	if (!ep)

@@ -232,6 +232,20 @@ static inline size_t lm_rdm_rts_len(const struct lm_rdm_rts *rts)
 #define LM_RDM_UNEXP_MAX    ((size_t)64 << 20)
 #define LM_RDM_MAX_MSG_SIZE ((size_t)1 << 62)
 
+/* Whether an endpoint's (or a context's) attributes stay within those
+ * limits: a larger queue or inject size than fi_getinfo offers is
+ * refused, not allocated. */
+static inline bool lm_rdm_tx_attr_ok(const struct fi_tx_attr *tx)
+{
+	return tx->size <= LM_RDM_QUEUE_SIZE && tx->inject_size <= LM_RDM_INJECT_SIZE &&
+	       tx->iov_limit <= LM_IOV_LIMIT;
+}
+static inline bool lm_rdm_rx_attr_ok(const struct fi_rx_attr *rx)
+{
+	return rx->size <= LM_RDM_QUEUE_SIZE && rx->total_buffered_recv <= LM_RDM_UNEXP_MAX &&
+	       rx->iov_limit <= LM_IOV_LIMIT;
+}
+
 /* Contexts of each direction a scalable endpoint may have: a thread each
  * for the cores of large nodes; the receive index travels in 64 bits. */
 #define LM_RDM_SEP_MAX_CTX 64

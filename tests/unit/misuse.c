@@ -1162,6 +1162,30 @@ static void case_bad_open_attrs(struct fx *f)
 				fi_close(&wait->fid);
 		}
 	}
+	/* Queues deeper than fi_getinfo offers: refused (a transmit queue
+	 * of SIZE_MAX once had fi_endpoint loop over it, freeing). */
+	cur_case = "fi_endpoint sizes";
+	for (int i = 0; i < 5; i++) {
+		struct fi_info *info = fi_dupinfo(f->info);
+		struct fid_ep *ep = NULL;
+
+		if (!info)
+			continue;
+		if (i == 0)
+			info->tx_attr->size = SIZE_MAX;
+		else if (i == 1)
+			info->rx_attr->size = SIZE_MAX;
+		else if (i == 2)
+			info->tx_attr->size = f->info->tx_attr->size + 1;
+		else if (i == 3)
+			info->tx_attr->inject_size = SIZE_MAX;
+		else
+			info->rx_attr->total_buffered_recv = SIZE_MAX;
+		ERR(fi_endpoint(f->domain, info, &ep, NULL));
+		if (ep)
+			fi_close(&ep->fid);
+		fi_freeinfo(info);
+	}
 }
 
 /* fi_mr_reg and friends: access rights and flags not defined, NULL and
