@@ -41,6 +41,11 @@ static bool hints_valid(const struct fi_info *h)
 {
 	if (!h->src_addrlen != !h->src_addr || !h->dest_addrlen != !h->dest_addr)
 		return false; /* an address comes with its length */
+	/* Text ends within its length. */
+	if (h->addr_format == FI_ADDR_STR &&
+	    ((h->src_addr && !memchr(h->src_addr, 0, h->src_addrlen)) ||
+	     (h->dest_addr && !memchr(h->dest_addr, 0, h->dest_addrlen))))
+		return false;
 	if (h->ep_attr && h->ep_attr->auth_key_size && !h->ep_attr->auth_key)
 		return false;
 	if (h->domain_attr && h->domain_attr->auth_key_size && !h->domain_attr->auth_key)

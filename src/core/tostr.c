@@ -473,17 +473,23 @@ static void format_addr(char *out, size_t n, uint32_t format, const uint8_t *a)
 	}
 }
 
+/* An info's address of addrlen bytes: a string is printed up to its NUL
+ * or its length, a binary address from a zero-padded copy, so nothing
+ * past what the application gave is read. */
 static void put_addr(char *buf, size_t len, const char *label, uint32_t format,
-                     const void *addr)
+                     const void *addr, size_t addrlen)
 {
 	char text[128];
+	uint8_t copy[64] = {0};
 
 	if (!addr) {
 		put(buf, len, "%s(null)\n", label);
 	} else if (format == FI_ADDR_STR) {
-		put(buf, len, "%s%s\n", label, (const char *)addr);
+		put(buf, len, "%s%.*s\n", label, (int)strnlen(addr, LM_MIN(addrlen, 4096)),
+		    (const char *)addr);
 	} else {
-		format_addr(text, sizeof(text), format, addr);
+		memcpy(copy, addr, LM_MIN(addrlen, sizeof(copy)));
+		format_addr(text, sizeof(text), format, copy);
 		put(buf, len, "%s%s\n", label, text);
 	}
 }
@@ -693,8 +699,10 @@ static void put_info(char *buf, size_t len, const struct fi_info *info)
 	               &addr_format_table);
 	put_size_field(buf, len, "", "src_addrlen", info->src_addrlen);
 	put_size_field(buf, len, "", "dest_addrlen", info->dest_addrlen);
-	put_addr(buf, len, "    src_addr: ", info->addr_format, info->src_addr);
-	put_addr(buf, len, "    dest_addr: ", info->addr_format, info->dest_addr);
+	put_addr(buf, len, "    src_addr: ", info->addr_format, info->src_addr,
+	         info->src_addrlen);
+	put_addr(buf, len, "    dest_addr: ", info->addr_format, info->dest_addr,
+	         info->dest_addrlen);
 	put_fid(buf, len, "    handle: ", info->handle);
 	PUT_SUB(buf, len, "fi_tx_attr", put_tx_attr, info->tx_attr, v2);
 	PUT_SUB(buf, len, "fi_rx_attr", put_rx_attr, info->rx_attr, v2);

@@ -460,8 +460,10 @@ static void ep_free(struct lm_rdm_ep *ep)
 	free(ep->txc);
 	free(ep->rxcs);
 	free(ep->shooks); /* empty: its contexts closed first */
-	if (!ep->link)
+	if (!ep->link) { /* opening failed before the link: no peer yet */
 		lm_rdm_rxc_fini(&ep->own_rxc);
+		lm_hmap_fini(&ep->peers);
+	}
 	lm_bufpool_fini(&ep->ctl_pool);
 	lm_info_free(ep->info);
 	lm_lock_fini(&ep->own_lock);
@@ -921,6 +923,8 @@ static int ep_link_open(struct lm_rdm_ep *ep, const struct fi_info *info)
 
 	if (info->src_addr && info->src_addrlen) {
 		if (info->addr_format == FI_ADDR_STR) {
+			if (!memchr(info->src_addr, 0, info->src_addrlen))
+				return -FI_EINVAL; /* text that does not end */
 			bin = calloc(1, ops->addrlen);
 			ret = bin ? ops->addr_from_str(info->src_addr, NULL, bin) : -FI_ENOMEM;
 			if (ret) {

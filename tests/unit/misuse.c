@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1163,9 +1164,12 @@ static void case_bad_open_attrs(struct fx *f)
 		}
 	}
 	/* Queues deeper than fi_getinfo offers: refused (a transmit queue
-	 * of SIZE_MAX once had fi_endpoint loop over it, freeing). */
+	 * of SIZE_MAX once had fi_endpoint loop over it, freeing); so is a
+	 * source address that cannot be one (text without its NUL, a
+	 * sockaddr of AF_UNIX), and what was made for it is freed (the
+	 * sanitizer builds check). */
 	cur_case = "fi_endpoint sizes";
-	for (int i = 0; i < 5; i++) {
+	for (int i = 0; i < 6; i++) {
 		struct fi_info *info = fi_dupinfo(f->info);
 		struct fid_ep *ep = NULL;
 
@@ -1179,8 +1183,26 @@ static void case_bad_open_attrs(struct fx *f)
 			info->tx_attr->size = f->info->tx_attr->size + 1;
 		else if (i == 3)
 			info->tx_attr->inject_size = SIZE_MAX;
-		else
+		else if (i == 4)
 			info->rx_attr->total_buffered_recv = SIZE_MAX;
+		else {
+			struct sockaddr_storage un = {.ss_family = AF_UNIX};
+
+			free(info->src_addr);
+			info->src_addr = calloc(1, sizeof(un));
+			if (!info->src_addr) {
+				fi_freeinfo(info);
+				continue;
+			}
+			if (info->addr_format == FI_ADDR_STR) {
+				memcpy(info->src_addr, "fi_", 3); /* no NUL */
+				info->src_addrlen = 3;
+			} else {
+				memcpy(info->src_addr, &un, sizeof(un));
+				info->src_addrlen = f->info->src_addrlen ? f->info->src_addrlen
+				                                         : sizeof(struct sockaddr_in);
+			}
+		}
 		ERR(fi_endpoint(f->domain, info, &ep, NULL));
 		if (ep)
 			fi_close(&ep->fid);

@@ -103,7 +103,8 @@ static int addr_in(uint32_t fmt, const void *addr, size_t len, union tcp_addr *o
 	if (!addr)
 		return -FI_EINVAL;
 	if (fmt == FI_ADDR_STR)
-		return tcp_addr_parse(addr, NULL, family, out);
+		return memchr(addr, 0, len) ? tcp_addr_parse(addr, NULL, family, out)
+		                            : -FI_EINVAL;
 	return tcp_addr_load(out, addr, len, family);
 }
 

@@ -222,7 +222,11 @@ int tcp_addr_parse(const char *node, const char *service, int family, union tcp_
 		return family == AF_INET
 		           ? -FI_EINVAL
 		           : parse_text(node + strlen(TCP_ADDR6_PREFIX), AF_INET6, out);
-	return resolve(node, service, false, false, family, out) ? -FI_EINVAL : 0;
+	/* A host name is looked up only with a service beside it (fi_getinfo,
+	 * fi_av_insertsvc); text alone (an FI_ADDR_STR address, a hint's
+	 * src_addr) must be a numeric address, as libfabric reads it, and
+	 * never starts a DNS query. */
+	return resolve(node, service, false, !service, family, out) ? -FI_EINVAL : 0;
 }
 
 static int addr_from_str(const char *node, const char *service, int family, void *addr)

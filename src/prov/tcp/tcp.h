@@ -63,9 +63,9 @@ socklen_t tcp_addr_len(int family);
 int tcp_addr_load(union tcp_addr *out, const void *addr, size_t len, int family);
 /* A socket's own (peer false) or its peer's address, normalized. */
 int tcp_addr_of_fd(int fd, bool peer, union tcp_addr *out);
-/* "fi_sockaddr_in://a.b.c.d:port", "fi_sockaddr_in6://[a:b::c]:port", or
- * a host name or numeric address with service, of the family (AF_UNSPEC:
- * either, IPv4 first). */
+/* "fi_sockaddr_in://a.b.c.d:port", "fi_sockaddr_in6://[a:b::c]:port", a
+ * host name with service, or a numeric address with or without one, of
+ * the family (AF_UNSPEC: either, IPv4 first). */
 int tcp_addr_parse(const char *node, const char *service, int family,
                    union tcp_addr *out);
 /* The address ops of the two links: text to a sockaddr_in / sockaddr_in6,
