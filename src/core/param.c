@@ -3,6 +3,9 @@
  * tools such as fi_info -e.  The core's own parameters are defined
  * statically so they can be read before anything is initialised. */
 #include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -163,6 +166,18 @@ static int parse_bool(const char *s, int *out)
 	return -FI_EINVAL;
 }
 
+/* A value that is not of its parameter's type: the caller keeps its
+ * default, and says so when logging is on.  (Not for the core's own
+ * parameters: the log reads those while it starts.) */
+static int bad_value(const struct fi_provider *prov, const char *env, const char *str,
+		     const char *what)
+{
+	if (prov && !is_core(prov))
+		LM_WARN(prov, FI_LOG_CORE, "%s=\"%.64s\" is not %s: the default is used\n",
+			env, str, what);
+	return -FI_EINVAL;
+}
+
 LM_EXPORT int fi_param_get(struct fi_provider *provider, const char *param_name,
 			   void *value)
 {
@@ -193,23 +208,26 @@ LM_EXPORT int fi_param_get(struct fi_provider *provider, const char *param_name,
 		*(char **)value = (char *)str;
 		return 0;
 	case FI_PARAM_INT: {
-		long v = strtol(str, &end, 0);
+		long v;
 
-		if (end == str || *end)
-			return -FI_EINVAL;
+		errno = 0;
+		v = strtol(str, &end, 0);
+		if (end == str || *end || errno || v < INT_MIN || v > INT_MAX)
+			return bad_value(provider, env, str, "an int");
 		*(int *)value = (int)v;
 		return 0;
 	}
 	case FI_PARAM_BOOL:
-		return parse_bool(str, (int *)value);
+		return parse_bool(str, (int *)value)
+		           ? bad_value(provider, env, str, "a boolean (1/0, yes/no, ...)")
+		           : 0;
 	case FI_PARAM_SIZE_T: {
 		unsigned long long v;
 
-		if (*str == '-')
-			return -FI_EINVAL;
-		v = strtoull(str, &end, 0);
-		if (end == str || *end)
-			return -FI_EINVAL;
+		errno = 0;
+		v = *str == '-' ? 0 : strtoull(str, &end, 0);
+		if (*str == '-' || end == str || *end || errno || v > SIZE_MAX)
+			return bad_value(provider, env, str, "a size");
 		*(size_t *)value = (size_t)v;
 		return 0;
 	}

@@ -730,6 +730,22 @@ static void test_params(void)
 	CHECK_INT(fi_param_get_bool(&alpha, "flag", &b), -FI_EINVAL);
 	setenv("FI_ALPHA_KNOB", "4x", 1);
 	CHECK_INT(fi_param_get_int(&alpha, "knob", &i), -FI_EINVAL);
+	/* Past an int, negative or past a size: not read, the value kept. */
+	i = 5;
+	setenv("FI_ALPHA_KNOB", "99999999999", 1);
+	CHECK_INT(fi_param_get_int(&alpha, "knob", &i), -FI_EINVAL);
+	setenv("FI_ALPHA_KNOB", "-99999999999", 1);
+	CHECK_INT(fi_param_get_int(&alpha, "knob", &i), -FI_EINVAL);
+	CHECK_INT(i, 5);
+	z = 9;
+	setenv("FI_ALPHA_BYTES", "-1", 1);
+	CHECK_INT(fi_param_get_size_t(&alpha, "bytes", &z), -FI_EINVAL);
+	setenv("FI_ALPHA_BYTES", "99999999999999999999999", 1);
+	CHECK_INT(fi_param_get_size_t(&alpha, "bytes", &z), -FI_EINVAL);
+	setenv("FI_ALPHA_BYTES", "", 1);
+	CHECK_INT(fi_param_get_size_t(&alpha, "bytes", &z), -FI_EINVAL);
+	CHECK_INT(z, 9);
+	setenv("FI_ALPHA_BYTES", "1048576", 1);
 	setenv("FI_ALPHA_KNOB", "42", 1);
 
 	CHECK_INT(fi_getparams(&params, &n), 0);

@@ -7,6 +7,7 @@
 #include <net/if.h>
 #include <netdb.h>
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,22 +41,32 @@
  * net.core.wmem_max and rmem_max). */
 #define TCP_SOCKBUF (4 << 20)
 
-void tcp_params_read(struct tcp_params *params)
+/* An int parameter within [lo, hi] into *out; out of range, the default
+ * stays and the log says so (unreadable text fi_param_get reports). */
+static void int_param(const char *name, const char *env, int lo, int hi, int *out)
 {
 	int v;
 
+	if (fi_param_get_int(&tcp_prov, name, &v))
+		return;
+	if (v < lo || v > hi) {
+		LM_WARN(&tcp_prov, FI_LOG_CORE,
+		        "%s=%d is outside [%d, %d]: the default is used\n", env, v, lo, hi);
+		return;
+	}
+	*out = v;
+}
+
+void tcp_params_read(struct tcp_params *params)
+{
 	*params = (struct tcp_params){.conn_timeout_ms = TCP_CONN_TIMEOUT_MS,
 	                              .sockbuf = TCP_SOCKBUF};
-	if (!fi_param_get_int(&tcp_prov, "port_low_range", &v) && v > 0 && v < 65536)
-		params->port_low = v;
-	if (!fi_param_get_int(&tcp_prov, "port_high_range", &v) && v > 0 && v < 65536)
-		params->port_high = v;
+	int_param("port_low_range", "FI_TCP_PORT_LOW_RANGE", 1, 65535, &params->port_low);
+	int_param("port_high_range", "FI_TCP_PORT_HIGH_RANGE", 1, 65535, &params->port_high);
 	if (params->port_low && params->port_high < params->port_low)
 		params->port_high = params->port_low ? 65535 : 0;
-	if (!fi_param_get_int(&tcp_prov, "conn_timeout", &v) && v > 0)
-		params->conn_timeout_ms = v;
-	if (!fi_param_get_int(&tcp_prov, "sockbuf", &v) && v >= 0)
-		params->sockbuf = v;
+	int_param("conn_timeout", "FI_TCP_CONN_TIMEOUT", 1, INT_MAX, &params->conn_timeout_ms);
+	int_param("sockbuf", "FI_TCP_SOCKBUF", 0, INT_MAX, &params->sockbuf);
 }
 
 static const struct fi_tx_attr tcp_tx = {
