@@ -473,20 +473,25 @@ static void format_addr(char *out, size_t n, uint32_t format, const uint8_t *a)
 	}
 }
 
-/* An info's address of addrlen bytes: a string is printed up to its NUL
- * or its length, a binary address from a zero-padded copy, so nothing
- * past what the application gave is read. */
+/* An info's address of addrlen bytes.  A binary one is read from a
+ * zero-padded copy of those bytes, so a short one is not read past its
+ * end; an info that gives no length (0) is read by its format alone, and
+ * text up to its NUL, whatever the length says, as libfabric does. */
 static void put_addr(char *buf, size_t len, const char *label, uint32_t format,
                      const void *addr, size_t addrlen)
 {
 	char text[128];
 	uint8_t copy[64] = {0};
 
+	if (!addrlen)
+		addrlen = sizeof(copy);
 	if (!addr) {
 		put(buf, len, "%s(null)\n", label);
 	} else if (format == FI_ADDR_STR) {
-		put(buf, len, "%s%.*s\n", label, (int)strnlen(addr, LM_MIN(addrlen, 4096)),
-		    (const char *)addr);
+		put(buf, len, "%s%s\n", label, (const char *)addr);
+	} else if (format == FI_ADDR_BGQ || format == FI_ADDR_MLX) {
+		format_addr(text, sizeof(text), format, addr); /* the pointer only */
+		put(buf, len, "%s%s\n", label, text);
 	} else {
 		memcpy(copy, addr, LM_MIN(addrlen, sizeof(copy)));
 		format_addr(text, sizeof(text), format, copy);
