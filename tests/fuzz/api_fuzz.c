@@ -47,8 +47,9 @@
 #define MAX_IOV  6
 #define SCRATCH  4096
 
-enum kind { K_AV, K_CQ, K_CNTR, K_EQ, K_MR, K_EP, K_NKINDS };
-static const char *const kind_name[K_NKINDS] = {"av", "cq", "cntr", "eq", "mr", "ep"};
+enum kind { K_AV, K_CQ, K_CNTR, K_EQ, K_MR, K_EP, K_DOM, K_FAB, K_NKINDS };
+static const char *const kind_name[K_NKINDS] = {"av", "cq", "cntr",   "eq",
+                                                "mr", "ep", "domain", "fabric"};
 
 /* What an endpoint slot holds: what decides how it may be used and in
  * which order it must close. */
@@ -174,6 +175,8 @@ static void world_close(struct world *w)
 	close_slots(w, K_CQ, 0);
 	close_slots(w, K_CNTR, 0);
 	close_slots(w, K_EQ, 0);
+	close_slots(w, K_DOM, 0);
+	close_slots(w, K_FAB, 0);
 	close_one(w->av ? &w->av->fid : NULL, "the AV");
 	for (int i = 0; i < 2; i++)
 		close_one(w->cq[i] ? &w->cq[i]->fid : NULL, "a CQ");
@@ -221,6 +224,10 @@ static struct fid *pick_obj(struct fz_reader *r, struct world *w, enum kind k)
 		return &w->mr->fid;
 	case K_EP:
 		return &w->ep[s % 2]->fid;
+	case K_DOM:
+		return &w->dom->fid;
+	case K_FAB:
+		return &w->fab->fid;
 	default:
 		return NULL;
 	}
@@ -232,6 +239,24 @@ static int free_slot(struct world *w, enum kind k)
 		if (!w->slot[k][s])
 			return s;
 	return -1;
+}
+
+/* The world's domain (mostly) or one the program opened; same for
+ * fabrics.  What opens on another domain cannot bind to A or B. */
+static struct fid_domain *pick_dom(struct fz_reader *r, struct world *w)
+{
+	unsigned s = fz_below(r, 4 * NSLOT);
+
+	return s < NSLOT && w->slot[K_DOM][s] ? (struct fid_domain *)w->slot[K_DOM][s]
+	                                      : w->dom;
+}
+
+static struct fid_fabric *pick_fab(struct fz_reader *r, struct world *w)
+{
+	unsigned s = fz_below(r, 4 * NSLOT);
+
+	return s < NSLOT && w->slot[K_FAB][s] ? (struct fid_fabric *)w->slot[K_FAB][s]
+	                                      : w->fab;
 }
 
 static fi_addr_t pick_addr(struct fz_reader *r, struct world *w)
@@ -246,7 +271,8 @@ static fi_addr_t pick_addr(struct fz_reader *r, struct world *w)
 	case 4:
 		return fz_below(r, 16);
 	case 5:
-		return fi_rx_addr(w->fa[fz_below(r, 2)], fz_below(r, 8), 1 + fz_below(r, 8));
+		return fi_rx_addr(w->fa[fz_below(r, 2)], fz_below(r, 8),
+		                  1 + fz_below(r, 8));
 	case 6:
 		return FI_ADDR_NOTAVAIL;
 	default:
@@ -386,8 +412,8 @@ static void op_open(struct fz_reader *r, struct world *w)
 		    .count = size,
 		    .ep_per_node = fz_below(r, 4),
 		    .flags = fz_flags(r, FI_EVENT | FI_READ | FI_SYMMETRIC)};
-		ret = (int)note(fi_av_open(w->dom, &a, (struct fid_av **)&w->slot[k][s],
-		                           pick_ctx(r)));
+		ret = (int)note(fi_av_open(
+		    pick_dom(r, w), &a, (struct fid_av **)&w->slot[k][s], pick_ctx(r)));
 		break;
 	}
 	case K_CQ: {
@@ -397,8 +423,8 @@ static void op_open(struct fz_reader *r, struct world *w)
 		                       .wait_obj = (enum fi_wait_obj)wait,
 		                       .signaling_vector = (int)fz_u8(r),
 		                       .wait_cond = (enum fi_cq_wait_cond)fz_below(r, 3)};
-		ret = (int)note(fi_cq_open(w->dom, &a, (struct fid_cq **)&w->slot[k][s],
-		                           pick_ctx(r)));
+		ret = (int)note(fi_cq_open(
+		    pick_dom(r, w), &a, (struct fid_cq **)&w->slot[k][s], pick_ctx(r)));
 		break;
 	}
 	case K_CNTR: {
@@ -406,7 +432,7 @@ static void op_open(struct fz_reader *r, struct world *w)
 		                         .wait_obj = (enum fi_wait_obj)wait,
 		                         .flags = fz_flags(r, 0)};
 		ret = (int)note(fi_cntr_open(
-		    w->dom, &a, (struct fid_cntr **)&w->slot[k][s], pick_ctx(r)));
+		    pick_dom(r, w), &a, (struct fid_cntr **)&w->slot[k][s], pick_ctx(r)));
 		break;
 	}
 	case K_EQ: {
@@ -414,8 +440,8 @@ static void op_open(struct fz_reader *r, struct world *w)
 		                       .flags = fz_flags(r, FI_WRITE),
 		                       .wait_obj = (enum fi_wait_obj)wait,
 		                       .signaling_vector = (int)fz_u8(r)};
-		ret = (int)note(fi_eq_open(w->fab, &a, (struct fid_eq **)&w->slot[k][s],
-		                           pick_ctx(r)));
+		ret = (int)note(fi_eq_open(
+		    pick_fab(r, w), &a, (struct fid_eq **)&w->slot[k][s], pick_ctx(r)));
 		break;
 	}
 	case K_MR: {
@@ -429,11 +455,11 @@ static void op_open(struct fz_reader *r, struct world *w)
 
 		if (fz_below(r, 2) && n)
 			ret = (int)note(fi_mr_reg(
-			    w->dom, iov[0].iov_base, iov[0].iov_len, access, off, key,
-			    flags, (struct fid_mr **)&w->slot[k][s], pick_ctx(r)));
+			    pick_dom(r, w), iov[0].iov_base, iov[0].iov_len, access, off,
+			    key, flags, (struct fid_mr **)&w->slot[k][s], pick_ctx(r)));
 		else
 			ret = (int)note(
-			    fi_mr_regv(w->dom, iov, n, access, off, key, flags,
+			    fi_mr_regv(pick_dom(r, w), iov, n, access, off, key, flags,
 			               (struct fid_mr **)&w->slot[k][s], pick_ctx(r)));
 		break;
 	}
@@ -455,24 +481,55 @@ static void op_open(struct fz_reader *r, struct world *w)
 		info->rx_attr->op_flags = fz_flags(r, FI_COMPLETION | FI_MULTI_RECV);
 		if (sort == 0) {
 			w->sort[s] = E_EP;
-			ret = (int)note(fi_endpoint(
-			    w->dom, info, (struct fid_ep **)&w->slot[k][s], pick_ctx(r)));
+			ret = (int)note(fi_endpoint(pick_dom(r, w), info,
+			                            (struct fid_ep **)&w->slot[k][s],
+			                            pick_ctx(r)));
 		} else if (sort == 1) {
 			w->sort[s] = E_SEP;
-			ret = (int)note(fi_scalable_ep(
-			    w->dom, info, (struct fid_ep **)&w->slot[k][s], pick_ctx(r)));
+			ret = (int)note(fi_scalable_ep(pick_dom(r, w), info,
+			                               (struct fid_ep **)&w->slot[k][s],
+			                               pick_ctx(r)));
 		} else if (sort == 2) {
 			w->sort[s] = E_SRX;
 			ret = (int)note(fi_srx_context(
-			    w->dom, fz_below(r, 2) ? info->rx_attr : NULL,
+			    pick_dom(r, w), fz_below(r, 2) ? info->rx_attr : NULL,
 			    (struct fid_ep **)&w->slot[k][s], pick_ctx(r)));
 		} else {
 			w->sort[s] = E_STX;
 			ret = (int)note(fi_stx_context(
-			    w->dom, fz_below(r, 2) ? info->tx_attr : NULL,
+			    pick_dom(r, w), fz_below(r, 2) ? info->tx_attr : NULL,
 			    (struct fid_stx **)&w->slot[k][s], pick_ctx(r)));
 		}
 		fi_freeinfo(info);
+		break;
+	}
+	case K_DOM: {
+		struct fi_info *info = fi_dupinfo(w->info);
+
+		FZ_CHECK(info, "fi_dupinfo");
+		/* A second domain of the same fabric or another, or one
+		 * asked with a name or threading model it does not have. */
+		if (fz_below(r, 4) == 0) {
+			free(info->domain_attr->name);
+			info->domain_attr->name = strdup(fz_below(r, 2) ? "no-such" : "");
+		}
+		if (fz_below(r, 4) == 0)
+			info->domain_attr->threading = (enum fi_threading)fz_below(r, 9);
+		ret = (int)note(fi_domain(pick_fab(r, w), info,
+		                          (struct fid_domain **)&w->slot[k][s],
+		                          pick_ctx(r)));
+		fi_freeinfo(info);
+		break;
+	}
+	case K_FAB: {
+		struct fi_fabric_attr a = *w->info->fabric_attr;
+
+		if (fz_below(r, 4) == 0)
+			a.name = fz_below(r, 2) ? "no-such" : NULL;
+		if (fz_below(r, 4) == 0)
+			a.prov_name = fz_below(r, 2) ? "no-such" : NULL;
+		ret = (int)note(
+		    fi_fabric(&a, (struct fid_fabric **)&w->slot[k][s], pick_ctx(r)));
 		break;
 	}
 	default:
