@@ -1051,6 +1051,11 @@ static void op_misc(struct fz_reader *r, struct world *w)
 	}
 }
 
+/* The calls a step makes, each as often as it is listed. */
+static void (*const ops[])(struct fz_reader *, struct world *) = {
+    op_open, op_open, op_sep_ctx, op_bind, op_control, op_close, op_av,   op_av,
+    op_msg,  op_msg,  op_msg,     op_rma,  op_atomic,  op_read,  op_read, op_misc};
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fz_reader r = {data, size};
@@ -1072,46 +1077,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	while (fz_more(&r) && steps++ < 256) {
 		memset(ctxs, 0, sizeof(ctxs));
-		switch (fz_below(&r, 16)) {
-		case 0:
-		case 1:
-			op_open(&r, &w);
-			break;
-		case 2:
-			op_sep_ctx(&r, &w);
-			break;
-		case 3:
-			op_bind(&r, &w);
-			break;
-		case 4:
-			op_control(&r, &w);
-			break;
-		case 5:
-			op_close(&r, &w);
-			break;
-		case 6:
-		case 7:
-			op_av(&r, &w);
-			break;
-		case 8:
-		case 9:
-		case 10:
-			op_msg(&r, &w);
-			break;
-		case 11:
-			op_rma(&r, &w);
-			break;
-		case 12:
-			op_atomic(&r, &w);
-			break;
-		case 13:
-		case 14:
-			op_read(&r, &w);
-			break;
-		default:
-			op_misc(&r, &w);
-			break;
-		}
+		ops[fz_below(&r, sizeof(ops) / sizeof(*ops))](&r, &w);
 	}
 	world_close(&w);
 	return 0;
@@ -1139,18 +1105,12 @@ int fz_write_seeds(const char *dir)
 	for (int i = 0; i < 32; i++) {
 		uint8_t b[2048];
 		size_t n = fz_generate(&rng, b, sizeof(b));
-		char path[4096];
-		FILE *f;
+		char name[16];
 
 		b[0] = (uint8_t)i; /* shm and tcp alike */
-		snprintf(path, sizeof(path), "%s/seed-%02d", dir, i);
-		f = fopen(path, "wb");
-		if (!f || fwrite(b, 1, n, f) != n) {
-			if (f)
-				fclose(f);
+		snprintf(name, sizeof(name), "seed-%02d", i);
+		if (fz_save(dir, name, b, n))
 			return -1;
-		}
-		fclose(f);
 	}
 	return 0;
 }

@@ -210,17 +210,11 @@ int fz_write_seeds(const char *dir)
 	for (unsigned v = 0; v < NVARS; v++) {
 		for (unsigned k = 0; k < 2; k++) {
 			uint8_t s[4] = {0, 2, (uint8_t)v, (uint8_t)(k ? 40 : 36)};
-			char path[4096];
-			FILE *f;
+			char name[64];
 
-			snprintf(path, sizeof(path), "%s/seed-%s-%u", dir, vars[v], k);
-			f = fopen(path, "wb");
-			if (!f || fwrite(s, 1, sizeof(s), f) != sizeof(s)) {
-				if (f)
-					fclose(f);
+			snprintf(name, sizeof(name), "seed-%s-%u", vars[v], k);
+			if (fz_save(dir, name, s, sizeof(s)))
 				return -1;
-			}
-			fclose(f);
 		}
 	}
 	return 0;

@@ -334,17 +334,11 @@ int fz_write_seeds(const char *dir)
 	memset(s4, 0xff, sizeof(s4));
 	fz_generate(&rng, s5, sizeof(s5));
 	for (size_t i = 0; i < sizeof(seeds) / sizeof(*seeds); i++) {
-		char path[4096];
-		FILE *f;
+		char name[16];
 
-		snprintf(path, sizeof(path), "%s/seed-%zu", dir, i);
-		f = fopen(path, "wb");
-		if (!f || fwrite(seeds[i].b, 1, seeds[i].n, f) != seeds[i].n) {
-			if (f)
-				fclose(f);
+		snprintf(name, sizeof(name), "seed-%zu", i);
+		if (fz_save(dir, name, seeds[i].b, seeds[i].n))
 			return -1;
-		}
-		fclose(f);
 	}
 	return 0;
 }

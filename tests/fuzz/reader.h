@@ -121,6 +121,22 @@ static inline bool fz_code_ok(long long ret)
 	return ret >= 0 || (-ret < FI_ERRNO_OFFSET + 64 && fi_strerror((int)-ret));
 }
 
+/* Write n bytes of b as file name in dir (a seed): 0, or -1. */
+static inline int fz_save(const char *dir, const char *name, const void *b, size_t n)
+{
+	char path[4096];
+	FILE *f;
+	int ret = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "wb");
+	if (!f || fwrite(b, 1, n, f) != n)
+		ret = -1;
+	if (f && fclose(f))
+		ret = -1;
+	return ret;
+}
+
 #define FZ_CHECK(cond, ...)                                                              \
 	do {                                                                             \
 		if (!(cond)) {                                                           \
