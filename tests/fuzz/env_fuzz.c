@@ -7,8 +7,14 @@
  * freed.  A value loom cannot read is warned about and the default used.
  *
  * FI_LOG_* and FI_PROVIDER_PATH are read once per process (at the first
- * call), so they are not varied here. */
+ * call): one input in eight also sets them in a child process (its
+ * stderr, where the log goes, to /dev/null), which does the same and must
+ * exit normally.  FI_PROVIDER_PATH never names a real directory: loading
+ * another library's providers is not loom's to answer for. */
+#include <fcntl.h>
 #include <net/if.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
@@ -69,6 +75,29 @@ static const char *const values[] = {
     "udp",
 };
 #define NVALUES (sizeof(values) / sizeof(*values))
+
+static const char *const once_vars[] = {"FI_LOG_LEVEL", "FI_LOG_PROV", "FI_LOG_SUBSYS",
+                                        "FI_LOG_INTERVAL", "FI_PROVIDER_PATH"};
+static const char *const once_values[] = {"",
+                                          "warn",
+                                          "info",
+                                          "debug",
+                                          "trace",
+                                          "WARN",
+                                          "none",
+                                          "x",
+                                          "-1",
+                                          "0",
+                                          "99999999999999999999",
+                                          "core,av",
+                                          "^shm",
+                                          "shm,tcp",
+                                          "ep_data,^cq",
+                                          "/nonexistent",
+                                          ":",
+                                          "::::/nonexistent:",
+                                          "1000000",
+                                          "2147483648"};
 
 struct world {
 	struct fi_info *info;
@@ -161,6 +190,44 @@ out:
 	fi_freeinfo(hints);
 }
 
+/* The read-once parameters, in a child that starts loom afresh. */
+static void in_child(struct fz_reader *r, size_t len)
+{
+	unsigned n = 1 + fz_below(r, 3);
+	const char *set[3][2];
+	int status = 0;
+	pid_t pid;
+
+	for (unsigned k = 0; k < n; k++) {
+		static char bufs[3][300];
+
+		set[k][0] =
+		    once_vars[fz_below(r, sizeof(once_vars) / sizeof(*once_vars))];
+		set[k][1] = fz_str(r, bufs[k], sizeof(bufs[k]), once_values,
+		                   sizeof(once_values) / sizeof(*once_values));
+		/* Directories only from the list (none exists). */
+		if (!strcmp(set[k][0], "FI_PROVIDER_PATH") && set[k][1] == bufs[k])
+			set[k][1] = "/nonexistent";
+	}
+	pid = fork();
+	FZ_CHECK(pid >= 0, "fork");
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		if (null >= 0)
+			dup2(null, STDERR_FILENO);
+		for (unsigned k = 0; k < n; k++)
+			setenv(set[k][0], set[k][1], 1);
+		try_prov("shm", len);
+		try_prov("tcp", len);
+		_exit(0);
+	}
+	FZ_CHECK(waitpid(pid, &status, 0) == pid, "waitpid");
+	FZ_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	         "a child with %s=\"%s\" ended with status 0x%x", set[0][0], set[0][1],
+	         status);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fz_reader r = {data, size};
@@ -185,8 +252,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!set[4])
 		setenv("FI_TCP_IFACE", "lo", 1);
 	runs++;
-	try_prov("shm", len);
-	try_prov("tcp", len);
+	if (fz_below(&r, 8) == 0)
+		in_child(&r, len);
+	else
+		try_prov("shm", len), try_prov("tcp", len);
 	for (unsigned v = 0; v < NVARS; v++)
 		unsetenv(vars[v]);
 	return 0;
