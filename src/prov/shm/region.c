@@ -583,8 +583,10 @@ int shm_region_reclaim(void)
 	struct dirent *d;
 	size_t plen;
 	DIR *dir;
+	pid_t self;
 	int n = 0;
 
+	self = getpid();
 	plen = (size_t)snprintf(prefix, sizeof(prefix), "loom-%u-", (unsigned)getuid());
 	dir = opendir(SHM_DIR);
 	if (!dir)
@@ -602,6 +604,12 @@ int shm_region_reclaim(void)
 		} else {
 			pid = strtol(d->d_name + plen, &end, 10);
 			if (errno || *end != '-' || pid <= 0 || pid > INT_MAX)
+				continue;
+			/* This process's own: alive, and no file to open (a
+			 * process with a thousand endpoints would open them
+			 * all at every create).  A leftover of an earlier
+			 * process with this pid is left to other processes. */
+			if (pid == self)
 				continue;
 		}
 		if (!shm_region_stale(d->d_name, (pid_t)pid))
