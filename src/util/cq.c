@@ -76,10 +76,9 @@ int lm_wait_from_attr(struct lm_fabric *fab, enum fi_wait_obj obj, struct fid_wa
 	case FI_WAIT_UNSPEC:
 	case FI_WAIT_FD:
 	case FI_WAIT_YIELD:
-		return lm_wait_create(fab, obj, out);
 	case FI_WAIT_MUTEX_COND:
 	case FI_WAIT_POLLFD:
-		return -FI_ENOSYS;
+		return lm_wait_create(fab, obj, out);
 	default:
 		return -FI_EINVAL;
 	}
@@ -680,8 +679,9 @@ int lm_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq
 	cq->wait_obj = attr->wait_obj;
 	/* An fd the application may poll natively (its own or a set's) must
 	 * turn readable when entries arrive, even without fi_trywait. */
-	cq->signal_on_fill =
-	    attr->wait_obj == FI_WAIT_FD || attr->wait_obj == FI_WAIT_SET;
+	cq->signal_on_fill = attr->wait_obj == FI_WAIT_FD || attr->wait_obj == FI_WAIT_SET ||
+	                     attr->wait_obj == FI_WAIT_MUTEX_COND ||
+	                     attr->wait_obj == FI_WAIT_POLLFD;
 	lm_lock_init(&cq->lock, dom->shared);
 	lm_lock_init(&cq->plock, dom->shared);
 	atomic_init(&cq->ref, 0);

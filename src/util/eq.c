@@ -467,6 +467,8 @@ static int eq_wait_init(struct lm_eq *eq, const struct fi_eq_attr *attr)
 	case FI_WAIT_UNSPEC:
 	case FI_WAIT_FD:
 	case FI_WAIT_YIELD:
+	case FI_WAIT_MUTEX_COND:
+	case FI_WAIT_POLLFD:
 		return lm_wait_create(eq->fabric, attr->wait_obj, &eq->wait);
 	case FI_WAIT_SET:
 		if (!attr->wait_set || attr->wait_set->fid.fclass != FI_CLASS_WAIT)
@@ -478,9 +480,6 @@ static int eq_wait_init(struct lm_eq *eq, const struct fi_eq_attr *attr)
 		lm_wait_add_member(set, &eq->member);
 		eq->wait = set;
 		return 0;
-	case FI_WAIT_MUTEX_COND:
-	case FI_WAIT_POLLFD:
-		return -FI_ENOSYS;
 	default:
 		return -FI_EINVAL;
 	}

@@ -290,9 +290,14 @@ struct lm_progress {
 struct lm_wait {
 	struct fid_wait wait_fid; /* valid for wait sets (fi_wait_open) */
 	struct lm_fabric *fabric;
-	enum fi_wait_obj type;	  /* FI_WAIT_FD, FI_WAIT_YIELD (UNSPEC -> FD) */
+	enum fi_wait_obj type;	  /* FD, YIELD, MUTEX_COND, POLLFD (UNSPEC -> FD) */
 	int epfd;		  /* epoll over efd and added fds */
 	int efd;		  /* eventfd: lm_wait_signal */
+	/* FI_WAIT_MUTEX_COND: what FI_GETWAIT hands out; every signal
+	 * broadcasts cond as well.  (loom's own sleeps use epfd, which also
+	 * sees the links' descriptors.) */
+	pthread_mutex_t mutex;
+	pthread_cond_t cond;
 	atomic_int ref;		  /* the set itself + objects that use it */
 	struct lm_list members;	  /* lm_wait_member: objects bound to a set */
 	struct lm_hmap fds;	  /* watched fds -> users (struct lm_wait_fd) */

@@ -1,7 +1,15 @@
 /* wait.c - wait objects and wait sets.  Each is an epoll instance holding
  * an eventfd (signals) and any descriptors progress hooks add, so one
  * sleep covers "another thread signalled" and "data arrived".  Blocking
- * calls sleep in the kernel with the caller's timeout; nothing spins. */
+ * calls sleep in the kernel with the caller's timeout; nothing spins.
+ *
+ * What FI_GETWAIT gives the application, by type: FI_WAIT_FD the epoll
+ * descriptor; FI_WAIT_POLLFD the same descriptor as a one-entry pollfd
+ * set; FI_WAIT_MUTEX_COND a mutex and condition variable, broadcast at
+ * every signal (without taking the mutex: a signal may come from inside
+ * fi_trywait, on the thread that holds it).  As with an fd, the
+ * application calls fi_trywait before it sleeps. */
+#include <poll.h>
 #include <errno.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -32,7 +40,8 @@ int lm_wait_create(struct lm_fabric *fab, enum fi_wait_obj type, struct lm_wait 
 
 	if (type == FI_WAIT_UNSPEC)
 		type = FI_WAIT_FD;
-	if (type != FI_WAIT_FD && type != FI_WAIT_YIELD)
+	if (type != FI_WAIT_FD && type != FI_WAIT_YIELD && type != FI_WAIT_MUTEX_COND &&
+	    type != FI_WAIT_POLLFD)
 		return -FI_ENOSYS;
 	w = calloc(1, sizeof(*w));
 	if (!w)
@@ -55,6 +64,8 @@ int lm_wait_create(struct lm_fabric *fab, enum fi_wait_obj type, struct lm_wait 
 	}
 	lm_list_init(&w->members);
 	lm_lock_init(&w->lock, true);
+	pthread_mutex_init(&w->mutex, NULL);
+	pthread_cond_init(&w->cond, NULL);
 	atomic_init(&w->ref, 1);
 	if (fab)
 		atomic_fetch_add(&fab->ref, 1);
@@ -91,6 +102,8 @@ void lm_wait_put(struct lm_wait *w)
 	}
 	lm_hmap_fini(&w->fds);
 	lm_lock_fini(&w->lock);
+	pthread_cond_destroy(&w->cond);
+	pthread_mutex_destroy(&w->mutex);
 	if (w->fabric)
 		atomic_fetch_sub(&w->fabric->ref, 1);
 	free(w);
@@ -99,6 +112,8 @@ void lm_wait_put(struct lm_wait *w)
 void lm_wait_signal(struct lm_wait *w)
 {
 	lm_fd_signal(w->efd);
+	if (w->type == FI_WAIT_MUTEX_COND)
+		pthread_cond_broadcast(&w->cond);
 }
 
 int lm_wait_add_fd(struct lm_wait *w, int fd)
@@ -211,10 +226,33 @@ int lm_wait_control(struct lm_wait *w, int command, void *arg)
 	case FI_GETWAIT:
 		if (!arg)
 			return -FI_EINVAL;
-		if (w->type != FI_WAIT_FD)
+		switch (w->type) {
+		case FI_WAIT_FD:
+			*(int *)arg = w->epfd;
+			return 0;
+		case FI_WAIT_MUTEX_COND: {
+			struct fi_mutex_cond *mc = arg;
+
+			mc->mutex = &w->mutex;
+			mc->cond = &w->cond;
+			return 0;
+		}
+		case FI_WAIT_POLLFD: {
+			/* man fi_control: nfds in, the count out; too small
+			 * is -FI_ETOOSMALL.  The set never changes. */
+			struct fi_wait_pollfd *pf = arg;
+			size_t room = pf->nfds;
+
+			pf->change_index = 1;
+			pf->nfds = 1;
+			if (room < 1 || !pf->fd)
+				return -FI_ETOOSMALL;
+			pf->fd[0] = (struct pollfd){.fd = w->epfd, .events = POLLIN};
+			return 0;
+		}
+		default:
 			return -FI_ENODATA;
-		*(int *)arg = w->epfd;
-		return 0;
+		}
 	case FI_GETWAITOBJ:
 		if (!arg)
 			return -FI_EINVAL;

@@ -49,8 +49,6 @@ static void test_open_errors(void)
 	attr.format = FI_CQ_FORMAT_MSG;
 	attr.wait_obj = 99;
 	CHECK_INT(fi_cq_open(td.domain, &attr, &cq, NULL), -FI_EINVAL);
-	attr.wait_obj = FI_WAIT_MUTEX_COND;
-	CHECK_INT(fi_cq_open(td.domain, &attr, &cq, NULL), -FI_ENOSYS);
 	attr.wait_obj = FI_WAIT_SET; /* and no set */
 	CHECK_INT(fi_cq_open(td.domain, &attr, &cq, NULL), -FI_EINVAL);
 	attr.wait_obj = FI_WAIT_UNSPEC;

@@ -49,8 +49,6 @@ static void test_open_args(void)
 	attr.flags = 0;
 	attr.wait_obj = FI_WAIT_SET; /* no wait_set given */
 	CHECK_INT(fi_eq_open(t.fabric, &attr, &eq, NULL), -FI_EINVAL);
-	attr.wait_obj = FI_WAIT_MUTEX_COND;
-	CHECK_INT(fi_eq_open(t.fabric, &attr, &eq, NULL), -FI_ENOSYS);
 	attr.wait_obj = (enum fi_wait_obj)99;
 	CHECK_INT(fi_eq_open(t.fabric, &attr, &eq, NULL), -FI_EINVAL);
 	CHECK(eq == NULL);
