@@ -559,7 +559,11 @@ static LM_HOT_INLINE ssize_t post_locked(struct lm_rdm_rxc *rxc, struct lm_rdm_e
 	rx->e.src = src;
 	rx->e.tag = msg->tag;
 	rx->e.ignore = msg->ignore;
-	rx->e.flags = flags | (tagged ? FI_TAGGED : FI_MSG);
+	/* The call says which kind the receive is, whatever kind bits its
+	 * flags carry: the kind picks its match list (and its completion's
+	 * flags), and a receive listed under the other kind was unlinked
+	 * from the wrong list once (a use after free the API fuzzer found). */
+	rx->e.flags = (flags & ~(FI_TAGGED | FI_MSG)) | (tagged ? FI_TAGGED : FI_MSG);
 	rx->e.context = msg->context;
 	if (tagged && (flags & FI_CLAIM))
 		return post_claim(rxc, m, rx, flags);

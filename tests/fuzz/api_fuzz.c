@@ -80,6 +80,7 @@ static struct fi_context2 ctxs[NCTX];
 static unsigned long runs, calls, errors, world_fail;
 
 static void fence_sockaddr(uint8_t *b, size_t len);
+static int trace = -1; /* FZ_TRACE set: each step on stderr */
 
 /* ---- the world ------------------------------------------------------------- */
 
@@ -736,8 +737,13 @@ static void op_msg(struct fz_reader *r, struct world *w)
 	void *ctx = pick_ctx(r);
 	struct fi_msg m = {iov, desc, count, addr, ctx, data};
 	struct fi_msg_tagged t = {iov, desc, count, addr, tag, ignore, ctx, data};
+	unsigned which = fz_below(r, 20);
 
-	switch (fz_below(r, 20)) {
+	if (trace)
+		fprintf(stderr, "  msg call %u ep %p count %zu len %zu addr 0x%llx flags 0x%llx\n",
+		        which, (void *)ep, count, len, (unsigned long long)addr,
+		        (unsigned long long)flags);
+	switch (which) {
 	case 0:
 		note(fi_send(ep, buf, len, desc[0], addr, ctx));
 		break;
@@ -1008,6 +1014,8 @@ static void op_misc(struct fz_reader *r, struct world *w)
 	uint8_t opt[64];
 
 	memset(opt, 0, sizeof(opt));
+	if (trace)
+		fprintf(stderr, "  misc %u ep %p\n", what, (void *)ep);
 	switch (what) {
 	case 0:
 		note(fi_cancel(&ep->fid, fz_below(r, 8) ? pick_ctx(r)
@@ -1063,6 +1071,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	bool tcp = fz_u8(&r) & 1;
 	int steps = 0;
 
+	if (trace < 0)
+		trace = getenv("FZ_TRACE") != NULL;
 	if (!infos[tcp])
 		infos[tcp] = ask(tcp);
 	if (!bufs[0])
@@ -1077,7 +1087,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	while (fz_more(&r) && steps++ < 256) {
 		memset(ctxs, 0, sizeof(ctxs));
-		ops[fz_below(&r, sizeof(ops) / sizeof(*ops))](&r, &w);
+		unsigned k = fz_below(&r, sizeof(ops) / sizeof(*ops));
+
+		if (trace) /* FZ_TRACE=1: which step, at which byte */
+			fprintf(stderr, "step %d: op %u at byte %zu\n", steps, k,
+			        size - r.n);
+		ops[k](&r, &w);
 	}
 	world_close(&w);
 	return 0;

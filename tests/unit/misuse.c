@@ -727,6 +727,60 @@ static void case_unknown_flags(struct fx *f)
 	CHECK(target_untouched(f));
 }
 
+/* Kind bits (FI_TAGGED, FI_MSG) in an untagged receive's flags do not
+ * make it tagged: a multi-receive buffer directed at the endpoint itself
+ * with FI_TAGGED in its flags takes an untagged message and reports
+ * FI_MSG, and a tagged receive after it and the endpoint's close are
+ * clean.  (The buffer was once unlinked from the tagged list: a use after
+ * free the API fuzzer found, which the sanitizer build sees at close.) */
+static void case_kind_flags(struct fx *f)
+{
+	struct fi_info *info = fi_dupinfo(f->info);
+	struct fi_av_attr aa = {.type = FI_AV_TABLE};
+	struct fid_av *av = NULL;
+	struct fid_ep *ep = NULL;
+	struct fid_cq *cq = open_cq(f->domain);
+	char name[256], buf[64], tbuf[64];
+	size_t len = sizeof(name);
+	fi_addr_t self = FI_ADDR_NOTAVAIL;
+	struct iovec iov = {buf, sizeof(buf)};
+	struct fi_msg msg = {.msg_iov = &iov, .iov_count = 1};
+	struct fi_cq_tagged_entry e = {0};
+	bool got = false;
+
+	cur_case = "kind bits in receive flags";
+	if (!info || !cq)
+		goto out;
+	info->caps |= FI_MULTI_RECV;
+	info->rx_attr->caps |= FI_MULTI_RECV;
+	OK(fi_av_open(f->domain, &aa, &av, NULL));
+	OK(fi_endpoint(f->domain, info, &ep, NULL));
+	if (!av || !ep)
+		goto out;
+	OK(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV));
+	OK(fi_ep_bind(ep, &av->fid, 0));
+	OK(fi_enable(ep));
+	OK(fi_getname(&ep->fid, name, &len));
+	CHECK_INT(fi_av_insert(av, name, 1, &self, 0, NULL), 1);
+	msg.addr = self;
+	OK(fi_recvmsg(ep, &msg, FI_MULTI_RECV | FI_TAGGED));
+	OK(fi_send(ep, buf, 0, NULL, self, NULL));
+	for (int spin = 0; spin < 1000000 && !got; spin++)
+		got = fi_cq_read(cq, &e, 1) == 1 && (e.flags & FI_RECV);
+	CHECK(got);
+	CHECK(e.flags & FI_MSG);
+	CHECK(!(e.flags & FI_TAGGED));
+	OK(fi_trecv(ep, tbuf, sizeof(tbuf), NULL, self, 1, 0, NULL));
+out:
+	if (ep)
+		OK(fi_close(&ep->fid));
+	if (av)
+		OK(fi_close(&av->fid));
+	if (cq)
+		OK(fi_close(&cq->fid));
+	fi_freeinfo(info);
+}
+
 /* A bound endpoint not enabled: every data call -FI_EOPBADSTATE
  * (fi_endpoint(3)); an endpoint missing its AV or a CQ does not enable
  * (-FI_ENOCQ for the CQ) and stays unusable. */
@@ -1770,6 +1824,7 @@ static const struct tcase cases[] = {
     {"bad_keys", case_bad_keys},
     {"bad_atomic", case_bad_atomic},
     {"bad_open_attrs", case_bad_open_attrs},
+    {"kind_flags", case_kind_flags},
     {"bad_mr", case_bad_mr},
     {"bad_av", case_bad_av},
     {"queues", case_queues},
