@@ -246,7 +246,7 @@ static ssize_t atomic_post(struct lm_rdm_ctx *ctx, enum lm_atomic_kind kind,
 		return ret;
 
 	lm_lock_acquire(ep->lock);
-	if (!ep->enabled) {
+	if (!ep->enabled || ctx->tx_off) {
 		ret = -FI_EOPBADSTATE;
 		goto out;
 	}

@@ -651,6 +651,9 @@ struct lm_rdm_ctx {
 	/* Where its operations report: the endpoint's txrep, or a scalable
 	 * endpoint's transmit context's own. */
 	struct lm_rdm_report *txrep;
+	/* A scalable endpoint's transmit context not enabled yet: nothing
+	 * would progress or report its operations (-FI_EOPBADSTATE). */
+	bool tx_off;
 };
 
 /* A scalable endpoint's transmit context: its operations go out through
@@ -1033,15 +1036,18 @@ static inline uint64_t lm_rdm_tx_handle(const struct lm_rdm_tx *tx)
 /* The start of every data call on iov: the list valid (*len its total),
  * the flags known, the endpoint enabled.  0 with ep->lock held, or the
  * error without it. */
-static LM_HOT_INLINE ssize_t lm_rdm_op_enter(struct lm_rdm_ep *ep, const struct iovec *iov,
-                                             size_t count, uint64_t flags, size_t *len)
+static LM_HOT_INLINE ssize_t lm_rdm_op_enter(const struct lm_rdm_ctx *ctx,
+                                             const struct iovec *iov, size_t count,
+                                             uint64_t flags, size_t *len)
 {
+	struct lm_rdm_ep *ep = ctx->ep;
+
 	if (!lm_iov_valid(iov, count, len))
 		return -FI_EINVAL;
 	if (flags & LM_BAD_OP_FLAGS)
 		return -FI_EBADFLAGS;
 	lm_lock_acquire(ep->lock);
-	if (!ep->enabled) {
+	if (!ep->enabled || ctx->tx_off) {
 		lm_lock_release(ep->lock);
 		return -FI_EOPBADSTATE;
 	}

@@ -243,7 +243,7 @@ static ssize_t rma_post(struct lm_rdm_ctx *ctx, bool write, const struct iovec *
 	size_t len;
 	ssize_t ret = 0;
 
-	ret = lm_rdm_op_enter(ep, iov, count, flags, &len);
+	ret = lm_rdm_op_enter(ctx, iov, count, flags, &len);
 	if (ret)
 		return ret;
 	if (len > ep->info->ep_attr->max_msg_size ||

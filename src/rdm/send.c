@@ -196,7 +196,7 @@ static LM_HOT_INLINE ssize_t do_send(struct lm_rdm_ctx *ctx, const struct iovec 
 	ssize_t ret = 0;
 	struct lm_rdm_hdr h = {.version = LM_RDM_WIRE_VERSION, .op = LM_OP_EAGER};
 
-	ret = lm_rdm_op_enter(ep, iov, count, flags, &len);
+	ret = lm_rdm_op_enter(ctx, iov, count, flags, &len);
 	if (ret)
 		return ret;
 	if (len > ep->info->ep_attr->max_msg_size ||

@@ -219,6 +219,7 @@ static int txc_control(struct fid *fid, int command, void *arg)
 			return -FI_ENOCQ;
 		lm_lock_acquire(ep->lock);
 		n = ctx_enable(ep, &t->rep, &t->enabled, &t->hooked, add);
+		t->ctx.tx_off = false;
 		lm_lock_release(ep->lock);
 		hooks_add(ep, add, n);
 		return n < 0 ? n : 0;
@@ -338,6 +339,7 @@ static int sep_tx_ctx(struct fid_ep *fid, int index, struct fi_tx_attr *attr,
 		return -FI_ENOMEM;
 	t->ctx.ep = ep;
 	t->ctx.txrep = &t->rep;
+	t->ctx.tx_off = true; /* until fi_enable */
 	t->ctx.tx_flags = attr ? attr->op_flags : ep->ctx.tx_flags;
 	t->ctx.ep_fid.fid.fclass = FI_CLASS_TX_CTX;
 	t->ctx.ep_fid.fid.context = context;

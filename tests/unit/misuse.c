@@ -781,6 +781,58 @@ out:
 	fi_freeinfo(info);
 }
 
+/* A transmit context of an enabled scalable endpoint takes no operation
+ * before it is enabled itself (nothing would progress or report it; the
+ * API fuzzer found one accepted, and the context then refused to close),
+ * and closes cleanly. */
+static void case_txc_not_enabled(struct fx *f)
+{
+	struct fi_info *info = fi_dupinfo(f->info);
+	struct fid_ep *sep = NULL, *tx[2] = {NULL, NULL}, *rx = NULL;
+	struct fid_cq *cq = open_cq(f->domain);
+	char b[8] = {0};
+
+	cur_case = "transmit context not enabled";
+	if (!info || !cq)
+		goto out;
+	info->ep_attr->tx_ctx_cnt = 2;
+	info->ep_attr->rx_ctx_cnt = 1;
+	OK(fi_scalable_ep(f->domain, info, &sep, NULL));
+	if (!sep)
+		goto out;
+	OK(fi_scalable_ep_bind(sep, &f->av->fid, 0));
+	for (int i = 0; i < 2; i++) {
+		OK(fi_tx_context(sep, i, NULL, &tx[i], NULL));
+		if (tx[i])
+			OK(fi_ep_bind(tx[i], &cq->fid, FI_TRANSMIT));
+	}
+	OK(fi_rx_context(sep, 0, NULL, &rx, NULL));
+	if (!tx[0] || !tx[1] || !rx)
+		goto out;
+	OK(fi_ep_bind(rx, &cq->fid, FI_RECV));
+	OK(fi_enable(tx[0]));
+	OK(fi_enable(rx));
+	OK(fi_enable(sep));
+	ERR_IS(fi_send(tx[1], b, sizeof(b), NULL, f->addr[1], NULL), FI_EOPBADSTATE);
+	ERR_IS(fi_inject(tx[1], b, sizeof(b), f->addr[1]), FI_EOPBADSTATE);
+	ERR_IS(fi_write(tx[1], b, sizeof(b), NULL, f->addr[1], f->tbase, f->tkey, NULL),
+	       FI_EOPBADSTATE);
+	ERR_IS(fi_atomic(tx[1], b, 1, NULL, f->addr[1], f->tbase, f->tkey, FI_UINT64,
+	                 FI_SUM, NULL),
+	       FI_EOPBADSTATE);
+out:
+	for (int i = 0; i < 2; i++)
+		if (tx[i])
+			OK(fi_close(&tx[i]->fid));
+	if (rx)
+		OK(fi_close(&rx->fid));
+	if (sep)
+		OK(fi_close(&sep->fid));
+	if (cq)
+		OK(fi_close(&cq->fid));
+	fi_freeinfo(info);
+}
+
 /* A bound endpoint not enabled: every data call -FI_EOPBADSTATE
  * (fi_endpoint(3)); an endpoint missing its AV or a CQ does not enable
  * (-FI_ENOCQ for the CQ) and stays unusable. */
@@ -1825,6 +1877,7 @@ static const struct tcase cases[] = {
     {"bad_atomic", case_bad_atomic},
     {"bad_open_attrs", case_bad_open_attrs},
     {"kind_flags", case_kind_flags},
+    {"txc_not_enabled", case_txc_not_enabled},
     {"bad_mr", case_bad_mr},
     {"bad_av", case_bad_av},
     {"queues", case_queues},
