@@ -577,6 +577,28 @@ static bool shm_region_stale(const char *file, pid_t pid)
 	return stale;
 }
 
+/* Is file (a name in SHM_DIR) a region this process created and still
+ * holds, whose header names this process as it started? */
+static bool live_and_sound(const char *file, uint64_t self_start)
+{
+	bool found = false;
+	struct lm_list *it;
+
+	pthread_mutex_lock(&live_lock);
+	lm_list_foreach(&live, it)
+	{
+		struct shm_region *r = lm_container_of(it, struct shm_region, node);
+
+		if (!strcmp(r->name + 1, file)) {
+			found = r->map.hdr->magic == SHM_MAGIC &&
+			        r->map.hdr->owner_start == self_start;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&live_lock);
+	return found;
+}
+
 int shm_region_reclaim(void)
 {
 	char prefix[32];
@@ -584,9 +606,11 @@ int shm_region_reclaim(void)
 	size_t plen;
 	DIR *dir;
 	pid_t self;
+	uint64_t self_start;
 	int n = 0;
 
 	self = getpid();
+	self_start = shm_proc_start(self);
 	plen = (size_t)snprintf(prefix, sizeof(prefix), "loom-%u-", (unsigned)getuid());
 	dir = opendir(SHM_DIR);
 	if (!dir)
@@ -605,11 +629,12 @@ int shm_region_reclaim(void)
 			pid = strtol(d->d_name + plen, &end, 10);
 			if (errno || *end != '-' || pid <= 0 || pid > INT_MAX)
 				continue;
-			/* This process's own: alive, and no file to open (a
-			 * process with a thousand endpoints would open them
-			 * all at every create).  A leftover of an earlier
-			 * process with this pid is left to other processes. */
-			if (pid == self)
+			/* One of this process's live regions, its header as
+			 * written: no file to open (a process with a thousand
+			 * endpoints would open them all at every create).
+			 * Anything else under this pid (an earlier process's
+			 * leftover, a header changed since) is checked. */
+			if (pid == self && live_and_sound(d->d_name, self_start))
 				continue;
 		}
 		if (!shm_region_stale(d->d_name, (pid_t)pid))
