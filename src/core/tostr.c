@@ -483,14 +483,13 @@ static void put_addr(char *buf, size_t len, const char *label, uint32_t format,
 	char text[128];
 	uint8_t copy[64] = {0};
 
-	if (!addrlen)
-		addrlen = sizeof(copy);
 	if (!addr) {
 		put(buf, len, "%s(null)\n", label);
 	} else if (format == FI_ADDR_STR) {
 		put(buf, len, "%s%s\n", label, (const char *)addr);
-	} else if (format == FI_ADDR_BGQ || format == FI_ADDR_MLX) {
-		format_addr(text, sizeof(text), format, addr); /* the pointer only */
+	} else if (!addrlen || format == FI_ADDR_BGQ || format == FI_ADDR_MLX) {
+		/* No length given, or the pointer only: read by the format. */
+		format_addr(text, sizeof(text), format, addr);
 		put(buf, len, "%s%s\n", label, text);
 	} else {
 		memcpy(copy, addr, LM_MIN(addrlen, sizeof(copy)));

@@ -11,6 +11,7 @@
  * stderr, where the log goes, to /dev/null), which does the same and must
  * exit normally.  FI_PROVIDER_PATH never names a real directory: loading
  * another library's providers is not loom's to answer for. */
+#include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
 #include <sys/wait.h>
@@ -195,7 +196,7 @@ static void in_child(struct fz_reader *r, size_t len)
 {
 	unsigned n = 1 + fz_below(r, 3);
 	const char *set[3][2];
-	int status = 0;
+	int status = 0, ret;
 	pid_t pid;
 
 	for (unsigned k = 0; k < n; k++) {
@@ -222,7 +223,9 @@ static void in_child(struct fz_reader *r, size_t len)
 		try_prov("tcp", len);
 		_exit(0);
 	}
-	FZ_CHECK(waitpid(pid, &status, 0) == pid, "waitpid");
+	while ((ret = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
+		; /* libFuzzer's timer */
+	FZ_CHECK(ret == pid, "waitpid");
 	FZ_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 	         "a child with %s=\"%s\" ended with status 0x%x", set[0][0], set[0][1],
 	         status);
