@@ -36,7 +36,7 @@ static void atomic_exec(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 	void *dst;
 	int ret = 0;
 
-	if (!sz || (uint32_t)h->tag >> 2 * LM_ATOMIC_TAG_SHIFT ||
+	if (!sz || h->tag >> 2 * LM_ATOMIC_TAG_SHIFT ||
 	    !lm_atomic_valid(dt, op, kind)) {
 		ret = -FI_EOPNOTSUPP;
 		goto answer;
@@ -69,9 +69,8 @@ static void atomic_exec(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 	/* man fi_endpoint: fetching and compare atomics count as remote
 	 * reads, base atomics as remote writes. */
 	if (!ret)
-		lm_rdm_remote_event(ep, h->tag >> LM_ATOMIC_RX_SHIFT, h->key,
-		                    kind == LM_ATOMIC_BASE ? FI_REMOTE_WRITE
-		                                           : FI_REMOTE_READ);
+		lm_rdm_remote_event(ep, h->key,
+		                    kind == LM_ATOMIC_BASE ? FI_REMOTE_WRITE : FI_REMOTE_READ);
 answer:
 	a.rreq = (uint64_t)-ret;
 	a.len = !ret && kind != LM_ATOMIC_BASE ? (uint32_t)bytes : 0;
@@ -261,12 +260,11 @@ static ssize_t atomic_post(struct lm_rdm_ctx *ctx, enum lm_atomic_kind kind,
 	tx->op = LM_OP_ATOMIC;
 	atomic_payload(tx, kind, a, &pl);
 	h.len = (uint32_t)pl.plen;
-	h.flags = kind == LM_ATOMIC_COMPARE ? LM_HF_FETCH | LM_HF_COMPARE
-	          : kind == LM_ATOMIC_FETCH ? LM_HF_FETCH
-	                                    : 0;
+	h.flags = ep->lane_flags | (kind == LM_ATOMIC_COMPARE ? LM_HF_FETCH | LM_HF_COMPARE
+	                            : kind == LM_ATOMIC_FETCH ? LM_HF_FETCH
+	                                                      : 0);
 	h.size = pl.nelem;
-	h.tag = lm_rdm_rx_index(ep, a->dest) << LM_ATOMIC_RX_SHIFT |
-	        (uint64_t)a->op << LM_ATOMIC_TAG_SHIFT | (uint64_t)a->dt;
+	h.tag = (uint64_t)a->op << LM_ATOMIC_TAG_SHIFT | (uint64_t)a->dt;
 	h.addr = a->addr;
 	h.key = a->key;
 	ret = lm_rdm_tx_launch(ep, tx, &h);

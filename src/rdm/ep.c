@@ -144,12 +144,37 @@ struct lm_rdm_peer *lm_rdm_peer_by_addr(struct lm_rdm_ep *ep, const void *addr)
 	return p;
 }
 
+/* Lane j of the endpoint at p (fi_rx_addr's receive context j): the peer
+ * at the address j lanes on, kept in p's lanes once made. */
+static struct lm_rdm_peer *peer_lane(struct lm_rdm_ep *ep, struct lm_rdm_peer *p,
+                                     uint64_t j)
+{
+	const struct lm_link_ops *ops = ep->dom->link_ops;
+	unsigned char name[LM_LINK_ADDR_MAX];
+	struct lm_rdm_peer *q;
+
+	if (j >= LM_RDM_SEP_MAX_CTX || !ops->addr_lane)
+		return NULL;
+	if (p->lanes && p->lanes[j])
+		return p->lanes[j];
+	if (!p->lanes && !(p->lanes = calloc(LM_RDM_SEP_MAX_CTX, sizeof(*p->lanes))))
+		return NULL;
+	if (ops->addr_lane(p->addr, (int)j, name))
+		return NULL;
+	q = lm_rdm_peer_by_addr(ep, name);
+	if (q) {
+		q->lane = (uint8_t)j;
+		p->lanes[j] = q;
+	}
+	return q;
+}
+
 /* The send side: fi_addr -> peer, cached in a vector indexed like the AV
  * and flushed whenever an address is removed from any AV of the domain. */
 struct lm_rdm_peer *lm_rdm_peer_by_fiaddr_slow(struct lm_rdm_ep *ep, fi_addr_t addr)
 {
 	uint64_t gen = atomic_load_explicit(&ep->dom->av_gen, memory_order_relaxed);
-	uint64_t idx;
+	uint64_t idx, lane = 0;
 	const void *bytes;
 	struct lm_rdm_peer *p;
 
@@ -157,6 +182,12 @@ struct lm_rdm_peer *lm_rdm_peer_by_fiaddr_slow(struct lm_rdm_ep *ep, fi_addr_t a
 		return ep->msg_peer;
 	if (!ep->av || addr == FI_ADDR_NOTAVAIL)
 		return NULL;
+	if (addr & ep->rx_bits) { /* a receive context of a scalable peer */
+		lane = addr >> ep->rx_shift;
+		addr &= ~ep->rx_bits;
+		p = lm_rdm_peer_by_fiaddr(ep, addr);
+		return p ? peer_lane(ep, p, lane) : NULL;
+	}
 	idx = addr & ep->av->idx_mask;
 	if (gen != ep->peer_gen) {
 		if (ep->peer_vec_len)
@@ -193,9 +224,16 @@ fi_addr_t lm_rdm_peer_fiaddr_slow(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer
 {
 	uint64_t gen = atomic_load_explicit(&ep->dom->av_gen, memory_order_relaxed);
 
+	const struct lm_link_ops *ops = ep->dom->link_ops;
+	unsigned char first[LM_LINK_ADDR_MAX];
+
 	if (!ep->av)
 		return FI_ADDR_NOTAVAIL;
-	peer->fi_addr = lm_av_reverse(ep->av, peer->addr);
+	/* A scalable endpoint's lane: the AV holds its first address. */
+	if (peer->lane && ops->addr_lane && !ops->addr_lane(peer->addr, -peer->lane, first))
+		peer->fi_addr = lm_av_reverse(ep->av, first);
+	else
+		peer->fi_addr = lm_av_reverse(ep->av, peer->addr);
 	peer->fi_gen = gen;
 	return peer->fi_addr;
 }
@@ -213,6 +251,7 @@ static void peers_free(struct lm_rdm_ep *ep)
 
 			if (p->lp)
 				ep->link->ops->peer_close(ep->link, p->lp);
+			free(p->lanes);
 			free(p);
 			n = next;
 		}
@@ -425,14 +464,16 @@ int lm_rdm_ep_enable(struct lm_rdm_ep *ep)
 		return 0;
 	if (!ep->av && !ep->connected)
 		return -FI_ENOAV;
-	/* A scalable endpoint reports through its contexts. */
-	if (!ep->ntx && !ep->nrx) {
+	/* A scalable endpoint's lanes report through their contexts. */
+	if (!ep->head) {
 		if (!ep_reports(ep))
 			return -FI_ENOCQ;
 		reports_prepare(ep);
 	}
-	if (ep->av && ep->av->idx_mask != UINT64_MAX)
+	if (ep->av && ep->av->idx_mask != UINT64_MAX) {
 		ep->rx_shift = (unsigned)(64 - __builtin_popcountll(~ep->av->idx_mask));
+		ep->rx_bits = ~ep->av->idx_mask;
+	}
 	ep->enabled = true;
 	return 1; /* the caller adds the hooks */
 }
@@ -457,8 +498,7 @@ static void ep_free(struct lm_rdm_ep *ep)
 	free(ep->tx);
 	free(ep->tx_free);
 	free(ep->rndv);
-	free(ep->txc);
-	free(ep->rxcs);
+	free(ep->lanes);
 	free(ep->shooks); /* empty: its contexts closed first */
 	if (!ep->link) { /* opening failed before the link: no peer yet */
 		lm_rdm_rxc_fini(&ep->own_rxc);
@@ -735,12 +775,34 @@ static int link_open(struct lm_rdm_ep *ep, const void *name, bool name_hint)
 	return 0;
 }
 
+/* Under ep->lock, before it is enabled: ep's link anew at name (NULL: a
+ * fresh address), its peers forgotten.  Should name not open, ep takes a
+ * fresh address, to stay usable, and the error is returned. */
+static int relink(struct lm_rdm_ep *ep, const void *name)
+{
+	struct lm_hmap fresh;
+	struct lm_link *old = ep->link;
+	int ret;
+
+	if (lm_hmap_init(&fresh, PEERS_EXPECTED))
+		return -FI_ENOMEM;
+	peers_free(ep);
+	ep->peers = fresh;
+	ep->last_src = NULL;
+	ep->link = NULL;
+	if (old)
+		old->ops->close(old);
+	ret = link_open(ep, name, false);
+	if (ret && name)
+		link_open(ep, NULL, false);
+	return ret;
+}
+
 int lm_rdm_setname(fid_t fid, void *addr, size_t addrlen)
 {
 	struct lm_rdm_ep *ep = lm_container_of(fid, struct lm_rdm_ctx, ep_fid.fid)->ep;
 	const struct lm_link_ops *ops = ep->dom->link_ops;
 	unsigned char *bin;
-	struct lm_link *old = ep->link;
 	int ret;
 
 	if (!addr || !addrlen)
@@ -764,23 +826,7 @@ int lm_rdm_setname(fid_t fid, void *addr, size_t addrlen)
 	if (ret)
 		goto out;
 	lm_lock_acquire(ep->lock);
-	{
-		struct lm_hmap fresh;
-
-		if (lm_hmap_init(&fresh, PEERS_EXPECTED)) {
-			lm_lock_release(ep->lock);
-			ret = -FI_ENOMEM;
-			goto out;
-		}
-		peers_free(ep);
-		ep->peers = fresh;
-	}
-	ep->last_src = NULL;
-	ep->link = NULL;
-	old->ops->close(old);
-	ret = link_open(ep, bin, false);
-	if (ret) /* keep the endpoint usable under a fresh name */
-		link_open(ep, NULL, false);
+	ret = relink(ep, bin);
 	lm_lock_release(ep->lock);
 out:
 	free(bin);
@@ -912,56 +958,52 @@ static void ep_fids(struct lm_rdm_ep *ep, const struct lm_rdm_ep_ext *ext, void 
 	ep->prov = prov;
 }
 
-/* The link, opened on info's source address when it names one (in the
- * link's binary form or, with FI_ADDR_STR, as text). */
-static int ep_link_open(struct lm_rdm_ep *ep, const struct fi_info *info)
+/* The address info's source address names (in the link's binary form or,
+ * with FI_ADDR_STR, as text) in bin, and *name = bin; *name = NULL when it
+ * names none. */
+static int info_name(struct lm_rdm_ep *ep, const struct fi_info *info,
+                     unsigned char bin[LM_LINK_ADDR_MAX], const void **name)
 {
 	const struct lm_link_ops *ops = ep->dom->link_ops;
-	unsigned char *bin = NULL;
-	const void *name = NULL;
 	int ret;
 
-	if (info->src_addr && info->src_addrlen) {
-		if (info->addr_format == FI_ADDR_STR) {
-			if (!memchr(info->src_addr, 0, info->src_addrlen))
-				return -FI_EINVAL; /* text that does not end */
-			bin = calloc(1, ops->addrlen);
-			ret = bin ? ops->addr_from_str(info->src_addr, NULL, bin) : -FI_ENOMEM;
-			if (ret) {
-				free(bin);
-				return ret;
-			}
-			name = bin;
-		} else if (info->src_addrlen == ops->addrlen) {
-			name = info->src_addr;
-		}
+	*name = NULL;
+	if (!info->src_addr || !info->src_addrlen)
+		return 0;
+	if (info->addr_format == FI_ADDR_STR) {
+		if (!memchr(info->src_addr, 0, info->src_addrlen))
+			return -FI_EINVAL; /* text that does not end */
+		memset(bin, 0, LM_LINK_ADDR_MAX);
+		ret = ops->addr_from_str(info->src_addr, NULL, bin);
+		if (ret)
+			return ret;
+		*name = bin;
+	} else if (info->src_addrlen == ops->addrlen) {
+		memcpy(bin, info->src_addr, ops->addrlen);
+		*name = bin;
 	}
-	ret = link_open(ep, name, true);
-	free(bin);
-	return ret;
+	return 0;
 }
 
-int lm_rdm_endpoint_ext(struct fid_domain *domain, struct fi_info *info,
-                        const struct lm_rdm_ep_ext *ext, void *prov,
-                        struct fid_ep **ep_fid, void *context)
+/* The link, opened on info's source address when it names one. */
+static int ep_link_open(struct lm_rdm_ep *ep, const struct fi_info *info)
 {
-	struct lm_rdm_domain *dom =
-	    lm_container_of(domain, struct lm_rdm_domain, util.domain_fid);
-	struct lm_rdm_ep *ep;
+	unsigned char bin[LM_LINK_ADDR_MAX];
+	const void *name;
+	int ret = info_name(ep, info, bin, &name);
+
+	return ret ? ret : link_open(ep, name, true);
+}
+
+/* An endpoint for info: its link at lane_name when given (a scalable
+ * endpoint's lane), else where info says. */
+static int ep_open(struct lm_rdm_domain *dom, const struct fi_info *info,
+                   const struct lm_rdm_ep_ext *ext, void *prov, void *context,
+                   const void *lane_name, struct lm_rdm_ep **out)
+{
+	struct lm_rdm_ep *ep = calloc(1, sizeof(*ep));
 	int ret;
 
-	if (!info || !ep_fid || !info->ep_attr ||
-	    (info->ep_attr->type != FI_EP_RDM && info->ep_attr->type != FI_EP_MSG))
-		return -FI_EINVAL;
-	/* Only what fi_getinfo could have offered: caps that exist, iovs
-	 * and queues within the engine's limits (libfabric's providers
-	 * refuse larger ones too). */
-	if ((info->caps & ~(LM_PRIMARY_CAPS | LM_SECONDARY_CAPS | LM_MSG_MODIFIERS |
-	                     LM_RMA_MODIFIERS)) ||
-	    (info->tx_attr && !lm_rdm_tx_attr_ok(info->tx_attr)) ||
-	    (info->rx_attr && !lm_rdm_rx_attr_ok(info->rx_attr)))
-		return -FI_EINVAL;
-	ep = calloc(1, sizeof(*ep));
 	if (!ep)
 		return -FI_ENOMEM;
 	ep->connected = info->ep_attr->type == FI_EP_MSG;
@@ -989,12 +1031,119 @@ int lm_rdm_endpoint_ext(struct fid_domain *domain, struct fi_info *info,
 	ep->peer_gen = atomic_load(&dom->av_gen);
 	ret = tables_init(ep);
 	if (!ret)
-		ret = ep_link_open(ep, info);
+		ret = lane_name ? link_open(ep, lane_name, false) : ep_link_open(ep, info);
 	if (ret) {
 		ep_free(ep);
 		return ret;
 	}
 	atomic_fetch_add(&dom->util.ref, 1);
+	*out = ep;
+	return 0;
+}
+
+/* Tries at fresh addresses for a scalable endpoint whose lanes' addresses
+ * were taken (by other endpoints, or tcp ports by other programs). */
+#define LANE_TRIES 16
+
+/* Lanes 1..n-1 of head: endpoints like it at the addresses that many lanes
+ * from its own.  Where one is taken and head's address was not the
+ * application's choice (a port or token picked at open), head moves to a
+ * fresh one and they try again. */
+static int lanes_open(struct lm_rdm_ep *head, size_t n)
+{
+	const struct lm_link_ops *ops = head->dom->link_ops;
+	unsigned char asked_bin[LM_LINK_ADDR_MAX], name[LM_LINK_ADDR_MAX];
+	const void *asked;
+	bool chosen;
+	int ret = info_name(head, head->info, asked_bin, &asked);
+
+	if (ret)
+		return ret;
+	/* The application chose it when it got just what it asked for. */
+	chosen = asked && !memcmp(asked, head->link->addr, ops->addrlen);
+	head->lanes[0] = head;
+	head->nlanes = 1;
+	for (int tries = 0;; tries++) {
+		for (size_t k = head->nlanes; k < n; k++) {
+			struct lm_rdm_ep *lane;
+
+			ret = ops->addr_lane(head->link->addr, (int)k, name);
+			if (!ret)
+				ret = ep_open(head->dom, head->info, NULL, NULL, NULL, name,
+				              &lane);
+			if (ret)
+				break;
+			lane->head = head;
+			lane->lane_flags = (uint16_t)(k << LM_HF_LANE_SHIFT);
+			head->lanes[head->nlanes++] = lane;
+		}
+		if (head->nlanes == n)
+			return 0;
+		while (head->nlanes > 1)
+			lm_rdm_ep_close(&head->lanes[--head->nlanes]->ctx.ep_fid.fid);
+		if (chosen || tries == LANE_TRIES)
+			return ret;
+		LM_INFO(head->dom->util.fabric->prov, FI_LOG_EP_CTRL,
+		        "scalable endpoint: a lane's address is taken (%s); moving\n",
+		        fi_strerror(-ret));
+		ret = relink(head, asked);
+		if (ret)
+			return ret;
+	}
+}
+
+int lm_rdm_lanes_rename(struct lm_rdm_ep *head)
+{
+	unsigned char name[LM_LINK_ADDR_MAX];
+	int ret = 0;
+
+	for (size_t k = 1; k < head->nlanes && !ret; k++) {
+		struct lm_rdm_ep *lane = head->lanes[k];
+
+		ret = head->dom->link_ops->addr_lane(head->link->addr, (int)k, name);
+		if (ret)
+			break;
+		lm_lock_acquire(lane->lock);
+		ret = lane->enabled ? -FI_EOPBADSTATE : relink(lane, name);
+		lm_lock_release(lane->lock);
+	}
+	return ret;
+}
+
+int lm_rdm_scalable_lanes(struct lm_rdm_ep *head, size_t n)
+{
+	head->lanes = calloc(n, sizeof(*head->lanes));
+	if (!head->lanes)
+		return -FI_ENOMEM;
+	head->head = head;
+	if (n > 1 && !head->dom->link_ops->addr_lane)
+		return -FI_EINVAL;
+	return lanes_open(head, n);
+}
+
+int lm_rdm_endpoint_ext(struct fid_domain *domain, struct fi_info *info,
+                        const struct lm_rdm_ep_ext *ext, void *prov,
+                        struct fid_ep **ep_fid, void *context)
+{
+	struct lm_rdm_domain *dom =
+	    lm_container_of(domain, struct lm_rdm_domain, util.domain_fid);
+	struct lm_rdm_ep *ep;
+	int ret;
+
+	if (!info || !ep_fid || !info->ep_attr ||
+	    (info->ep_attr->type != FI_EP_RDM && info->ep_attr->type != FI_EP_MSG))
+		return -FI_EINVAL;
+	/* Only what fi_getinfo could have offered: caps that exist, iovs
+	 * and queues within the engine's limits (libfabric's providers
+	 * refuse larger ones too). */
+	if ((info->caps & ~(LM_PRIMARY_CAPS | LM_SECONDARY_CAPS | LM_MSG_MODIFIERS |
+	                     LM_RMA_MODIFIERS)) ||
+	    (info->tx_attr && !lm_rdm_tx_attr_ok(info->tx_attr)) ||
+	    (info->rx_attr && !lm_rdm_rx_attr_ok(info->rx_attr)))
+		return -FI_EINVAL;
+	ret = ep_open(dom, info, ext, prov, context, NULL, &ep);
+	if (ret)
+		return ret;
 	*ep_fid = &ep->ctx.ep_fid;
 	return 0;
 }

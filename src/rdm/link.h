@@ -14,6 +14,9 @@
 struct lm_link;
 struct lm_link_peer; /* the link's handle on one remote endpoint */
 
+/* The most bytes a link's binary address has (lm_link_ops.addrlen). */
+#define LM_LINK_ADDR_MAX 64
+
 /* Called by poll() for every packet, in arrival order per sender.
  * src_addr is the sender's endpoint address (addrlen bytes, what its
  * getname reports), hdr the fixed-size engine header (hdr_size bytes),
@@ -94,6 +97,12 @@ struct lm_link_ops {
 	int (*addr_to_str)(const void *addr, char *buf, size_t *len);
 	/* Optional: can these addrlen bytes name a peer (lm_av_addr_ops)? */
 	int (*addr_check)(const void *addr);
+	/* Optional: in out, the address delta lanes from addr.  A scalable
+	 * endpoint's lanes (its context pairs, each an endpoint of its own)
+	 * take consecutive addresses, so that a peer finds lane k from the
+	 * first's; -FI_EINVAL where there is no such address.  Without it a
+	 * scalable endpoint has one lane. */
+	int (*addr_lane)(const void *addr, int delta, void *out);
 
 	/* name: the address to take (fi_setname, info->src_addr) or NULL for
 	 * a fresh one.  ctx: the provider's per-domain link state. */

@@ -77,11 +77,9 @@
  * length exactly 8 + 16 * count bytes (struct lm_rdm_rts). */
 /* The header's version byte.  There is no negotiation: a packet of
  * another version is dropped, so any change to the header, the ops, the
- * flags or the protocols above takes a new number.  (A message's key,
- * the receive context of a scalable endpoint it is for (fi_rx_addr), was
- * always 0 before; an endpoint with one context ignores it, so it needed
- * none.) */
-#define LM_RDM_WIRE_VERSION 5
+ * flags or the protocols above takes a new number.  (6: the lane bits of
+ * the flags; 5 named a scalable endpoint's receive context in the key.) */
+#define LM_RDM_WIRE_VERSION 6
 /* Eager bytes a sender may have unconsumed at one peer.  Large enough for
  * many eager messages (the links' eager sizes are 4 to 64 KiB) to be in
  * flight before a sender falls back to rendezvous; small enough that the
@@ -143,6 +141,13 @@ enum {
 #define LM_HF_SPLIT   0x0100 /* RTS: the sender can write the receiver's memory */
 #define LM_HF_EARLY   0x0200 /* RTS: the payload's first addr bytes are the iov
                               * list, the message's first bytes follow */
+/* The top six bits: the sender's lane, on what a scalable endpoint's lane
+ * starts (EAGER, RTS, WRITE, READ_REQ, ATOMIC).  A lane is one context
+ * pair of a scalable endpoint, an endpoint of its own at the address that
+ * many lanes from the first's (lm_link_ops.addr_lane); the receiver finds
+ * the sender's first address from it (FI_SOURCE). */
+#define LM_HF_LANE_SHIFT 10
+#define LM_HF_LANE_MASK  0xfc00
 
 /* ep_attr->mem_tag_format of the engine's endpoints: all 64 tag bits, no
  * fields (alternating ones and zeros, man fi_endpoint).  Applications
@@ -214,7 +219,6 @@ static inline size_t lm_rdm_rts_len(const struct lm_rdm_rts *rts)
  * every value libfabric defines. */
 #define LM_ATOMIC_TAG_SHIFT 8
 #define LM_ATOMIC_TAG_MASK  0xffu
-#define LM_ATOMIC_RX_SHIFT  32 /* the tag's bits from here: lm_rdm_rx_index */
 
 /* Limits every provider on the engine reports in tx_attr / rx_attr /
  * ep_attr (the engine's own defaults for an fi_info without them are in
@@ -247,8 +251,11 @@ static inline bool lm_rdm_rx_attr_ok(const struct fi_rx_attr *rx)
 }
 
 /* Contexts of each direction a scalable endpoint may have: a thread each
- * for the cores of large nodes; the receive index travels in 64 bits. */
+ * for the cores of large nodes.  Context pair k is lane k, whose index
+ * travels in the header's six lane bits (LM_HF_LANE_SHIFT). */
 #define LM_RDM_SEP_MAX_CTX 64
+_Static_assert(LM_RDM_SEP_MAX_CTX <= (LM_HF_LANE_MASK >> LM_HF_LANE_SHIFT) + 1,
+               "a lane's index fits the header's lane bits");
 
 /* Bytes of a peer's printable address an error entry carries as err_data
  * (and the domain's max_err_data): well above the longest address text
@@ -343,6 +350,12 @@ struct lm_rdm_peer {
 	 * the next RTSs go without one, counting back up to 0. */
 	int8_t early_score;
 	size_t owed;   /* eager bytes of its we consumed and not given back */
+	/* The lane of a scalable endpoint it is (LM_HF_LANE_SHIFT): its
+	 * first address is this many lanes back (FI_SOURCE). */
+	uint8_t lane;
+	/* The peers at its address's lanes, made as fi_rx_addr names them
+	 * (LM_RDM_SEP_MAX_CTX entries, made on first use). */
+	struct lm_rdm_peer **lanes;
 	unsigned char addr[];
 };
 
@@ -684,17 +697,29 @@ struct lm_rdm_ep {
 	 * contexts have their own). */
 	struct lm_rdm_hook hooks[2 + LM_CNTR_MAX];
 	size_t nhooks;
-	/* A scalable endpoint (fi_scalable_ep): its contexts, made by
-	 * fi_tx_context / fi_rx_context; ntx == nrx == 0 for any other.
-	 * rx_shift: 64 - the AV's rx_ctx_bits (0: none), where the receive
-	 * context index of an fi_addr (fi_rx_addr) starts. */
-	size_t ntx, nrx;
-	struct lm_rdm_txc **txc;
-	struct lm_rdm_rxc **rxcs;
+	/* A scalable endpoint (fi_scalable_ep) is lanes: lane k holds its
+	 * transmit and receive context k (fi_tx_context, fi_rx_context) and is
+	 * an endpoint of its own - link, peers, requests, lock - at the
+	 * address k lanes from the first's (lm_link_ops.addr_lane), so that
+	 * no two context pairs share a lock.  head: the first lane, whose fid
+	 * is the scalable endpoint and which holds the others (lanes, nlanes)
+	 * and how many contexts of each kind it has (ntx, nrx); NULL for any
+	 * other endpoint.  lane_txc, lane_rxc: this lane's contexts while
+	 * open; lane_flags: its index as headers carry it. */
+	struct lm_rdm_ep *head;
+	struct lm_rdm_ep **lanes;
+	size_t nlanes, ntx, nrx;
+	struct lm_rdm_txc *lane_txc;
+	struct lm_rdm_rxc *lane_rxc;
+	uint16_t lane_flags;
+	/* rx_shift: 64 - the AV's rx_ctx_bits (0: none), where the receive
+	 * context index of an fi_addr (fi_rx_addr) starts; rx_bits: those
+	 * bits (0: none). */
 	unsigned rx_shift;
-	/* Its contexts' progress hooks: one per CQ or counter however many
-	 * contexts report there (refs), so a read of it progresses the
-	 * endpoint once. */
+	uint64_t rx_bits;
+	/* A lane's contexts' progress hooks: one per CQ or counter however
+	 * many of its contexts report there (refs), so a read of it
+	 * progresses the lane once. */
 	struct lm_rdm_hook **shooks;
 	size_t nshooks;
 
@@ -810,6 +835,11 @@ size_t lm_rdm_hooks_prepare(struct lm_rdm_hook *hooks, const struct lm_rdm_repor
                             size_t nreps);
 void lm_rdm_hooks_add(struct lm_rdm_ep *ep, struct lm_rdm_hook *hooks, size_t n);
 void lm_rdm_hooks_del(struct lm_rdm_hook *hooks, size_t n);
+/* A scalable endpoint's n lanes, head the first (lm_rdm_ep.head): the
+ * others opened at the addresses after head's.  And, after fi_setname
+ * gave head another address, the others moved to the addresses after it. */
+int lm_rdm_scalable_lanes(struct lm_rdm_ep *head, size_t n);
+int lm_rdm_lanes_rename(struct lm_rdm_ep *head);
 /* sep.c: fi_scalable_ep, and a scalable endpoint's contexts. */
 int lm_rdm_scalable_ep(struct fid_domain *domain, struct fi_info *info,
                        struct fid_ep **sep, void *context);
@@ -830,7 +860,7 @@ static inline struct lm_rdm_peer *lm_rdm_peer_by_fiaddr(struct lm_rdm_ep *ep,
 {
 	uint64_t idx;
 
-	if (ep->av && !ep->connected &&
+	if (ep->av && !ep->connected && !(addr & ep->rx_bits) &&
 	    atomic_load_explicit(&ep->dom->av_gen, memory_order_relaxed) == ep->peer_gen) {
 		idx = addr & ep->av->idx_mask;
 		if (idx < ep->peer_vec_len && ep->peer_vec[idx] && addr != FI_ADDR_NOTAVAIL)
@@ -851,26 +881,13 @@ static inline struct lm_rdm_report *lm_rdm_rx_rep(struct lm_rdm_ep *ep,
 {
 	return rxc->shared ? &ep->own_rxc.rep : &rxc->rep;
 }
-/* The receive context a message to ep names (key: the receive context
- * index its sender gave, fi_rx_addr): a scalable endpoint's, else ep's. */
-static inline struct lm_rdm_rxc *lm_rdm_rxc_of(struct lm_rdm_ep *ep, uint64_t key)
+/* The receive context what arrives at ep goes to: a scalable endpoint's
+ * lane's context once opened, else ep's own (or shared) one. */
+static inline struct lm_rdm_rxc *lm_rdm_rxc_of(struct lm_rdm_ep *ep)
 {
-	struct lm_rdm_rxc *r;
-
-	if (__builtin_expect(!ep->nrx, 1))
+	if (__builtin_expect(!ep->lane_rxc, 1))
 		return ep->rxc;
-	/* One not opened yet, or none named: the first. */
-	r = key < ep->nrx ? ep->rxcs[key] : NULL;
-	if (!r)
-		r = ep->rxcs[0];
-	return r ? r : ep->rxc;
-}
-/* The receive context index a destination names (fi_rx_addr) when ep's
- * AV has rx_ctx_bits, else 0.  Messages carry it in the header's key,
- * RMA in its tag, atomics in the tag's upper half (LM_ATOMIC_RX_SHIFT). */
-static inline uint64_t lm_rdm_rx_index(const struct lm_rdm_ep *ep, fi_addr_t dest)
-{
-	return ep->rx_shift ? dest >> ep->rx_shift : 0;
+	return ep->lane_rxc;
 }
 /* A connected endpoint's peer is now the link peer at addr (the provider's
  * connection management made the connection).  Under no lock of ep's. */
@@ -1201,16 +1218,14 @@ void lm_rdm_atomic_recv(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 /* A streamed RMA write finished at the target: counters, remote CQ data. */
 void lm_rdm_rma_rndv_done(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r, int err);
 /* The target-side events of a remote write of len bytes into the region
- * key (remote CQ data, counters) or of a remote read; rx: the receive
- * context the initiator named (lm_rdm_rx_index), whose CQ and counters
- * report it on a scalable endpoint. */
+ * key (remote CQ data, counters) or of a remote read; on a scalable
+ * endpoint's lane, its receive context's CQ and counters report it. */
 void lm_rdm_rma_target_event(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer, bool write,
-                             uint64_t rx, uint64_t key, uint16_t hflags, uint64_t data,
-                             size_t len);
-/* A remote access (FI_REMOTE_READ or FI_REMOTE_WRITE) reached region key
- * through receive context rx: the endpoint's (or that context's) counter
- * for that kind and, with FI_RMA_EVENT, the region's own. */
-void lm_rdm_remote_event(struct lm_rdm_ep *ep, uint64_t rx, uint64_t key, uint64_t access);
+                             uint64_t key, uint16_t hflags, uint64_t data, size_t len);
+/* A remote access (FI_REMOTE_READ or FI_REMOTE_WRITE) reached region key:
+ * the endpoint's (or its lane's receive context's) counter for that kind
+ * and, with FI_RMA_EVENT, the region's own. */
+void lm_rdm_remote_event(struct lm_rdm_ep *ep, uint64_t key, uint64_t access);
 /* fi_atomic's message-size bound: elements of dt one call may carry. */
 size_t lm_rdm_atomic_max(struct lm_rdm_ep *ep, enum fi_datatype dt, bool compare);
 

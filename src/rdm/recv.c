@@ -216,7 +216,7 @@ static LM_HOT_INLINE void msg_recv(struct lm_rdm_ep *ep, struct lm_rdm_peer *pee
                                    const struct lm_rdm_hdr *h, const void *payload,
                                    size_t plen)
 {
-	struct lm_rdm_rxc *rxc = lm_rdm_rxc_of(ep, h->key);
+	struct lm_rdm_rxc *rxc = lm_rdm_rxc_of(ep);
 	struct lm_match *m = h->flags & LM_HF_TAGGED ? &rxc->tagged : &rxc->msg;
 	fi_addr_t src = lm_rdm_peer_fiaddr(ep, peer);
 	struct lm_rx_entry *e;
@@ -292,6 +292,8 @@ void lm_rdm_recv_pkt(void *arg, const void *src_addr, const void *hdr,
 	peer = lm_rdm_peer_of_src(ep, src_addr);
 	if (!peer)
 		return;
+	if (__builtin_expect(h.flags & LM_HF_LANE_MASK, 0)) /* a scalable one's lane */
+		peer->lane = (uint8_t)(h.flags >> LM_HF_LANE_SHIFT);
 	switch (h.op) {
 	case LM_OP_EAGER:
 	case LM_OP_RTS:

@@ -20,10 +20,9 @@ static void answer(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer, uint8_t op,
 	lm_rdm_ctl_send(ep, peer, &h, NULL, 0);
 }
 
-void lm_rdm_remote_event(struct lm_rdm_ep *ep, uint64_t rx, uint64_t key, uint64_t access)
+void lm_rdm_remote_event(struct lm_rdm_ep *ep, uint64_t key, uint64_t access)
 {
-	struct lm_cntr *const *cntr =
-	    ep->nrx ? lm_rdm_rxc_of(ep, rx)->rep.cntr : ep->cntr;
+	struct lm_cntr *const *cntr = ep->lane_rxc ? ep->lane_rxc->rep.cntr : ep->cntr;
 	struct lm_cntr *c =
 	    cntr[access == FI_REMOTE_READ ? LM_CNTR_RREAD : LM_CNTR_RWRITE];
 
@@ -34,17 +33,16 @@ void lm_rdm_remote_event(struct lm_rdm_ep *ep, uint64_t rx, uint64_t key, uint64
 }
 
 void lm_rdm_rma_target_event(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer, bool write,
-                             uint64_t rx, uint64_t key, uint16_t hflags, uint64_t data,
-                             size_t len)
+                             uint64_t key, uint16_t hflags, uint64_t data, size_t len)
 {
 	struct lm_cq *cq;
 
-	lm_rdm_remote_event(ep, rx, key, write ? FI_REMOTE_WRITE : FI_REMOTE_READ);
+	lm_rdm_remote_event(ep, key, write ? FI_REMOTE_WRITE : FI_REMOTE_READ);
 	/* Remote CQ data is reported without consuming a posted receive: loom
 	 * never asks for the FI_RX_CQ_DATA mode (man fi_getinfo, fi_cq). */
 	if (!write || !(hflags & LM_HF_CQ_DATA))
 		return;
-	cq = ep->nrx ? lm_rdm_rxc_of(ep, rx)->rep.cq : ep->rx_cq;
+	cq = ep->lane_rxc ? ep->lane_rxc->rep.cq : ep->rx_cq;
 	if (cq)
 		lm_cq_write(cq, NULL, FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA, len,
 		            NULL, data, 0, lm_rdm_peer_fiaddr(ep, peer));
@@ -53,7 +51,7 @@ void lm_rdm_rma_target_event(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer, boo
 void lm_rdm_rma_rndv_done(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r, int err)
 {
 	if (!err)
-		lm_rdm_rma_target_event(ep, r->peer, true, r->tag, r->key, r->hflags,
+		lm_rdm_rma_target_event(ep, r->peer, true, r->key, r->hflags,
 		                        r->data, r->size);
 }
 
@@ -88,7 +86,7 @@ static void on_write(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 		                      : -FI_EINVAL;
 		if (!ret) {
 			lm_copy_to_iov(iov, n, 0, payload, plen);
-			lm_rdm_rma_target_event(ep, peer, true, h->tag, h->key, h->flags,
+			lm_rdm_rma_target_event(ep, peer, true, h->key, h->flags,
 			                        h->data, plen);
 		}
 		answer(ep, peer, LM_OP_WRITE_ACK, h->sreq, -ret);
@@ -116,7 +114,7 @@ static void on_write(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 		got = lm_rdm_bulk_read(ep, peer, iov, n, remote, rn);
 
 		if (got == (ssize_t)h->size) {
-			lm_rdm_rma_target_event(ep, peer, true, h->tag, h->key, h->flags,
+			lm_rdm_rma_target_event(ep, peer, true, h->key, h->flags,
 			                        h->data, h->size);
 			answer(ep, peer, LM_OP_FIN, h->sreq, 0);
 			return;
@@ -149,7 +147,7 @@ static void on_read_req(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 		ssize_t got = lm_rdm_bulk_write(ep, peer, iov, n, remote, rn);
 
 		if (got == (ssize_t)h->size) {
-			lm_rdm_rma_target_event(ep, peer, false, h->tag, h->key, 0, 0,
+			lm_rdm_rma_target_event(ep, peer, false, h->key, 0, 0,
 			                        h->size);
 			answer(ep, peer, LM_OP_FIN, h->sreq, 0);
 			return;
@@ -181,7 +179,7 @@ static void on_read_req(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 	tx->hdr.op = LM_OP_READ_RESP;
 	tx->hdr.sreq = h->sreq;
 	tx->hdr.size = h->size;
-	lm_rdm_rma_target_event(ep, peer, false, h->tag, h->key, 0, 0, h->size);
+	lm_rdm_rma_target_event(ep, peer, false, h->key, 0, 0, h->size);
 	lm_rdm_tx_start(ep, tx);
 }
 
@@ -238,7 +236,7 @@ static ssize_t rma_post(struct lm_rdm_ctx *ctx, bool write, const struct iovec *
                         uint64_t data, uint64_t flags, void *context, bool inject_call)
 {
 	struct lm_rdm_ep *ep = ctx->ep;
-	struct lm_rdm_hdr h = {.version = LM_RDM_WIRE_VERSION};
+	struct lm_rdm_hdr h = {.version = LM_RDM_WIRE_VERSION, .flags = ep->lane_flags};
 	struct lm_rdm_tx *tx;
 	size_t len;
 	ssize_t ret = 0;
@@ -262,7 +260,6 @@ static ssize_t rma_post(struct lm_rdm_ctx *ctx, bool write, const struct iovec *
 	h.addr = raddr;
 	h.key = key;
 	h.data = data;
-	h.tag = lm_rdm_rx_index(ep, addr);
 	if (write && (flags & FI_REMOTE_CQ_DATA))
 		h.flags |= LM_HF_CQ_DATA;
 	lm_rdm_tx_set_iov(tx, iov, count, len, write && (flags & FI_INJECT));

@@ -354,7 +354,6 @@ bool lm_rdm_rndv_write(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 	r->size = h->size;
 	r->hflags = h->flags;
 	r->data = h->data;
-	r->tag = h->tag; /* the receive context named (lm_rdm_rx_index) */
 	r->key = h->key;
 	if (iov_count) /* iov may be NULL then */
 		memcpy(r->iov, iov, iov_count * sizeof(*iov));
@@ -437,7 +436,7 @@ static struct lm_rdm_rndv *header_match(struct lm_rdm_ep *ep, struct lm_rdm_peer
                                         const struct lm_rdm_hdr *h,
                                         enum lm_rndv_kind kind)
 {
-	struct lm_rdm_rxc *rxc = lm_rdm_rxc_of(ep, h->key);
+	struct lm_rdm_rxc *rxc = lm_rdm_rxc_of(ep);
 	struct lm_match *m = h->flags & LM_HF_TAGGED ? &rxc->tagged : &rxc->msg;
 	struct lm_rdm_arrival a = {.peer = peer,
 	                           .size = h->size,

@@ -209,13 +209,11 @@ static LM_HOT_INLINE ssize_t do_send(struct lm_rdm_ctx *ctx, const struct iovec 
 		ret = -FI_EINVAL;
 		goto out;
 	}
-	h.flags =
-	    (tagged ? LM_HF_TAGGED : 0) | (flags & FI_REMOTE_CQ_DATA ? LM_HF_CQ_DATA : 0);
+	h.flags = ep->lane_flags | (tagged ? LM_HF_TAGGED : 0) |
+	          (flags & FI_REMOTE_CQ_DATA ? LM_HF_CQ_DATA : 0);
 	h.size = len;
 	h.tag = tag;
 	h.data = data;
-	/* A scalable peer's receive context, named by fi_rx_addr. */
-	h.key = lm_rdm_rx_index(ep, dest);
 	if (!lm_list_empty(&ep->tx_queue))
 		lm_rdm_tx_flush(ep);
 	report = lm_rdm_tx_reports(rep, flags, inject_call);

@@ -1,15 +1,18 @@
-/* sep.c - scalable endpoints (fi_scalable_ep, man fi_endpoint): one
- * engine endpoint - one link, one address, one peer table - behind which
- * stand up to max_ep_tx_ctx transmit and max_ep_rx_ctx receive contexts,
- * each a fid_ep with its own CQ and counters.  A transmit context's
- * operations go out through the endpoint's link and report to its own
- * CQ; a message names the receive context it is for (fi_rx_addr: the
- * index travels in the header's key word, LM_RDM_WIRE_VERSION), and is
- * matched and reported there.
+/* sep.c - scalable endpoints (fi_scalable_ep, man fi_endpoint): up to
+ * max_ep_tx_ctx transmit and max_ep_rx_ctx receive contexts behind one
+ * address, each a fid_ep with its own CQ and counters.  Context pair k
+ * (transmit context k, receive context k) is lane k: an engine endpoint
+ * of its own - link, peers, requests, lock - at the address k lanes from
+ * the first's (lm_link_ops.addr_lane).  So threads on different pairs
+ * share no lock, and a peer reaches receive context k (fi_rx_addr) by
+ * sending to lane k's address; the sender's lane travels in the header
+ * (LM_HF_LANE_SHIFT), for the receiver's FI_SOURCE.
  *
- *   fi_scalable_ep --> sep (lm_rdm_ep: link, peers, requests)
- *                       |-- txc[0..ntx)  fi_tx_context: own CQ, counters
- *                       `-- rxcs[0..nrx) fi_rx_context: own lists, CQ, counter
+ *   fi_scalable_ep --> lane 0 (lm_rdm_ep, head: the sep's fid, getname)
+ *                       |-- lane_txc  fi_tx_context 0: own CQ, counters
+ *                       |-- lane_rxc  fi_rx_context 0: own lists, CQ, counters
+ *                       `-- lanes[1..n) lane k: link at address + k,
+ *                                        lane_txc k, lane_rxc k
  */
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +22,12 @@
 static struct lm_rdm_ep *sep_of(struct fid *fid)
 {
 	return lm_container_of(fid, struct lm_rdm_ctx, ep_fid.fid)->ep;
+}
+
+/* The lane of a context's index, which holds pair index. */
+static struct lm_rdm_ep *lane_of(struct lm_rdm_ep *head, int index)
+{
+	return head->lanes[index];
 }
 
 /* ---- binding a context's CQ and counters ------------------------------------------- */
@@ -253,9 +262,7 @@ static int txc_close(struct fid *fid)
 		busy = ep->tx[i] && ep->tx[i]->state != LM_TX_FREE &&
 		       ep->tx[i]->rep == &t->rep;
 	if (!busy) {
-		for (size_t i = 0; i < ep->ntx; i++)
-			if (ep->txc[i] == t)
-				ep->txc[i] = NULL;
+		ep->lane_txc = NULL;
 		if (t->hooked)
 			ndel = hooks_drop(ep, &t->rep, del);
 	}
@@ -264,7 +271,7 @@ static int txc_close(struct fid *fid)
 		return -FI_EBUSY;
 	hooks_del(del, ndel);
 	rep_unbind(&t->rep);
-	atomic_fetch_sub(&ep->ref, 1);
+	atomic_fetch_sub(&ep->head->ref, 1);
 	free(t);
 	return 0;
 }
@@ -326,14 +333,15 @@ static const struct fi_ops_ep txc_ep_ops = {
 static int sep_tx_ctx(struct fid_ep *fid, int index, struct fi_tx_attr *attr,
                       struct fid_ep **tx_ep, void *context)
 {
-	struct lm_rdm_ep *ep = sep_of(&fid->fid);
+	struct lm_rdm_ep *head = sep_of(&fid->fid), *ep;
 	struct lm_rdm_txc *t;
 	int ret = 0;
 
-	if (!tx_ep || index < 0 || (size_t)index >= ep->ntx ||
+	if (!tx_ep || index < 0 || (size_t)index >= head->ntx ||
 	    (attr &&
-	     (attr->iov_limit > LM_IOV_LIMIT || (attr->caps & ~ep->info->tx_attr->caps))))
+	     (attr->iov_limit > LM_IOV_LIMIT || (attr->caps & ~head->info->tx_attr->caps))))
 		return -FI_EINVAL;
+	ep = lane_of(head, index);
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -FI_ENOMEM;
@@ -351,16 +359,16 @@ static int sep_tx_ctx(struct fid_ep *fid, int index, struct fi_tx_attr *attr,
 	t->ctx.ep_fid.rma = (struct fi_ops_rma *)&lm_rdm_rma_ops;
 	t->ctx.ep_fid.atomic = (struct fi_ops_atomic *)&lm_rdm_atomic_ops;
 	lm_lock_acquire(ep->lock);
-	if (ep->txc[index])
+	if (ep->lane_txc)
 		ret = -FI_EBUSY; /* open already */
 	else
-		ep->txc[index] = t;
+		ep->lane_txc = t;
 	lm_lock_release(ep->lock);
 	if (ret) {
 		free(t);
 		return ret;
 	}
-	atomic_fetch_add(&ep->ref, 1);
+	atomic_fetch_add(&head->ref, 1);
 	if (attr)
 		*attr = *ep->info->tx_attr;
 	*tx_ep = &t->ctx.ep_fid;
@@ -422,9 +430,7 @@ static int rxc_close(struct fid *fid)
 		busy = ep->rndv[i].state != LM_RNDV_FREE && ep->rndv[i].rx &&
 		       ep->rndv[i].rx->rxc == r;
 	if (!busy) {
-		for (size_t i = 0; i < ep->nrx; i++)
-			if (ep->rxcs[i] == r)
-				ep->rxcs[i] = NULL;
+		ep->lane_rxc = NULL;
 		lm_rdm_rxc_fini(r);
 		if (r->hooked)
 			ndel = hooks_drop(ep, &r->rep, del);
@@ -434,7 +440,7 @@ static int rxc_close(struct fid *fid)
 		return -FI_EBUSY;
 	hooks_del(del, ndel);
 	rep_unbind(&r->rep);
-	atomic_fetch_sub(&ep->ref, 1);
+	atomic_fetch_sub(&ep->head->ref, 1);
 	free(r);
 	return 0;
 }
@@ -450,14 +456,15 @@ static const struct fi_ops rxc_fid_ops = {
 static int sep_rx_ctx(struct fid_ep *fid, int index, struct fi_rx_attr *attr,
                       struct fid_ep **rx_ep, void *context)
 {
-	struct lm_rdm_ep *ep = sep_of(&fid->fid);
-	const struct fi_rx_attr *dflt = ep->info->rx_attr;
+	struct lm_rdm_ep *head = sep_of(&fid->fid), *ep;
+	const struct fi_rx_attr *dflt = head->info->rx_attr;
 	struct lm_rdm_rxc *r;
 	int ret;
 
-	if (!rx_ep || index < 0 || (size_t)index >= ep->nrx ||
+	if (!rx_ep || index < 0 || (size_t)index >= head->nrx ||
 	    (attr && (attr->iov_limit > LM_IOV_LIMIT || (attr->caps & ~dflt->caps))))
 		return -FI_EINVAL;
+	ep = lane_of(head, index);
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -FI_ENOMEM;
@@ -481,17 +488,17 @@ static int sep_rx_ctx(struct fid_ep *fid, int index, struct fi_rx_attr *attr,
 	r->ep_fid.rma = (struct fi_ops_rma *)&lm_nosys_rma_ops;
 	r->ep_fid.atomic = (struct fi_ops_atomic *)&lm_nosys_atomic_ops;
 	lm_lock_acquire(ep->lock);
-	if (ep->rxcs[index])
+	if (ep->lane_rxc)
 		ret = -FI_EBUSY;
 	else
-		ep->rxcs[index] = r;
+		ep->lane_rxc = r;
 	lm_lock_release(ep->lock);
 	if (ret) {
 		lm_rdm_rxc_fini(r);
 		free(r);
 		return ret;
 	}
-	atomic_fetch_add(&ep->ref, 1);
+	atomic_fetch_add(&head->ref, 1);
 	if (attr)
 		*attr = *dflt;
 	*rx_ep = &r->ep_fid;
@@ -500,55 +507,102 @@ static int sep_rx_ctx(struct fid_ep *fid, int index, struct fi_rx_attr *attr,
 
 /* ---- the scalable endpoint --------------------------------------------------------- */
 
-/* Only an AV is bound to it (fi_scalable_ep_bind); CQs and counters go to
- * its contexts. */
+/* Only an AV is bound to it (fi_scalable_ep_bind), and so to each lane;
+ * CQs and counters go to its contexts. */
 static int sep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
+	struct lm_rdm_ep *head = sep_of(fid);
+	int ret = 0;
+
 	if (!bfid || bfid->fclass != FI_CLASS_AV)
 		return -FI_EINVAL;
-	return lm_rdm_ep_bind(fid, bfid, flags);
+	for (size_t k = 0; k < head->nlanes && !ret; k++)
+		ret = lm_rdm_ep_bind(&head->lanes[k]->ctx.ep_fid.fid, bfid, flags);
+	return ret;
 }
 
-/* Enabled: the contexts enabled before it count in its hooks now (under
- * the lock, so each context once, here or at its own enable); the new
- * hooks go on their CQs and counters outside it. */
+/* Enabled: each lane; the contexts enabled before it count in its hooks
+ * now (under its lock, so each context once, here or at its own enable);
+ * the new hooks go on their CQs and counters outside it. */
+static int lane_enable(struct lm_rdm_ep *ep)
+{
+	struct lm_rdm_hook *add[2 * (1 + LM_CNTR_MAX)];
+	struct lm_rdm_txc *t;
+	struct lm_rdm_rxc *r;
+	int ret, n = 0, k;
+
+	lm_lock_acquire(ep->lock);
+	ret = lm_rdm_ep_enable(ep);
+	t = ep->lane_txc;
+	r = ep->lane_rxc;
+	if (ret == 1 && t && t->enabled && !t->hooked && (k = hooks_take(ep, &t->rep, add)) >= 0) {
+		t->hooked = true;
+		n += k;
+	}
+	if (ret == 1 && r && r->enabled && !r->hooked &&
+	    (k = hooks_take(ep, &r->rep, add + n)) >= 0) {
+		r->hooked = true;
+		n += k;
+	}
+	lm_lock_release(ep->lock);
+	hooks_add(ep, add, n);
+	return ret < 0 ? ret : 0;
+}
+
 static int sep_control(struct fid *fid, int command, void *arg)
 {
-	struct lm_rdm_ep *ep = sep_of(fid);
-	struct lm_rdm_hook *add[2 * LM_RDM_SEP_MAX_CTX * (1 + LM_CNTR_MAX)];
-	int ret, n = 0;
+	struct lm_rdm_ep *head = sep_of(fid);
+	int ret = 0;
 
 	(void)arg;
 	if (command != FI_ENABLE)
 		return -FI_ENOSYS;
-	lm_lock_acquire(ep->lock);
-	ret = lm_rdm_ep_enable(ep);
-	for (size_t i = 0; ret == 1 && i < ep->ntx + ep->nrx; i++) {
-		bool tx = i < ep->ntx;
-		struct lm_rdm_txc *t = tx ? ep->txc[i] : NULL;
-		struct lm_rdm_rxc *r = tx ? NULL : ep->rxcs[i - ep->ntx];
-		bool *hooked = t ? &t->hooked : r ? &r->hooked : NULL;
-		int k;
+	for (size_t k = 0; k < head->nlanes && !ret; k++)
+		ret = lane_enable(head->lanes[k]);
+	return ret;
+}
 
-		if (!hooked || *hooked || !(t ? t->enabled : r->enabled))
-			continue;
-		k = hooks_take(ep, t ? &t->rep : &r->rep, add + n);
-		if (k >= 0) {
-			*hooked = true;
-			n += k;
-		}
-	}
-	lm_lock_release(ep->lock);
-	hooks_add(ep, add, n);
-	return ret == 1 ? 0 : ret;
+/* -FI_EBUSY while a context is open; the lanes go with it. */
+static int sep_close(struct fid *fid)
+{
+	struct lm_rdm_ep *head = sep_of(fid);
+
+	if (atomic_load(&head->ref))
+		return -FI_EBUSY;
+	while (head->nlanes > 1)
+		lm_rdm_ep_close(&head->lanes[--head->nlanes]->ctx.ep_fid.fid);
+	return lm_rdm_ep_close(fid);
 }
 
 static const struct fi_ops sep_fid_ops = {
     .size = sizeof(struct fi_ops),
-    .close = lm_rdm_ep_close, /* -FI_EBUSY while a context is open */
+    .close = sep_close,
     .bind = sep_bind,
     .control = sep_control,
     .ops_open = lm_fid_no_ops_open,
+};
+
+/* fi_setname: the first lane takes the name, the others the addresses
+ * after it. */
+static int sep_setname(fid_t fid, void *addr, size_t addrlen)
+{
+	struct lm_rdm_ep *head = sep_of(fid);
+	int ret = lm_rdm_setname(fid, addr, addrlen);
+
+	return ret ? ret : lm_rdm_lanes_rename(head);
+}
+
+static const struct fi_ops_cm sep_cm_ops = {
+    .size = sizeof(struct fi_ops_cm),
+    .setname = sep_setname,
+    .getname = lm_rdm_getname,
+    .getpeer = lm_cm_no_getpeer,
+    .connect = lm_cm_no_connect,
+    .listen = lm_cm_no_listen,
+    .accept = lm_cm_no_accept,
+    .reject = lm_cm_no_reject,
+    .shutdown = lm_cm_no_shutdown,
+    .join = lm_cm_no_join,
 };
 
 static ssize_t sep_cancel(fid_t fid, void *context)
@@ -590,17 +644,17 @@ int lm_rdm_scalable_ep(struct fid_domain *domain, struct fi_info *info,
 	if (ret)
 		return ret;
 	ep = lm_rdm_ep_of(fid);
-	ep->txc = calloc(ntx, sizeof(*ep->txc));
-	ep->rxcs = calloc(nrx, sizeof(*ep->rxcs));
-	if (!ep->txc || !ep->rxcs) {
-		lm_rdm_ep_close(&fid->fid);
-		return -FI_ENOMEM;
-	}
 	ep->ntx = ntx;
 	ep->nrx = nrx;
+	ret = lm_rdm_scalable_lanes(ep, LM_MAX(ntx, nrx));
+	if (ret) {
+		lm_rdm_ep_close(&fid->fid);
+		return ret;
+	}
 	fid->fid.fclass = FI_CLASS_SEP;
 	fid->fid.ops = (struct fi_ops *)&sep_fid_ops;
 	fid->ops = (struct fi_ops_ep *)&sep_ep_ops;
+	fid->cm = (struct fi_ops_cm *)&sep_cm_ops;
 	fid->msg = (struct fi_ops_msg *)&lm_nosys_msg_ops;
 	fid->tagged = (struct fi_ops_tagged *)&lm_nosys_tagged_ops;
 	fid->rma = (struct fi_ops_rma *)&lm_nosys_rma_ops;

@@ -6,7 +6,9 @@
  * and nowhere else, eager and rendezvous, contents checked; completions
  * go to the context's own CQ.  RMA writes with remote CQ data and
  * atomics named for a receive context are reported by that context's CQ
- * and remote-write counter, and no other's.  Misuse (an index past the count, a
+ * and remote-write counter, and no other's.  Every arrival names the
+ * peer's endpoint as its source (FI_SOURCE), whichever of its transmit
+ * contexts sent it.  Misuse (an index past the count, a
  * context opened twice, sends on a receive context, closing the endpoint
  * under its contexts) is an error, never a crash. */
 #include <pthread.h>
@@ -81,13 +83,14 @@ static int open_sep(void)
 	hints->fabric_attr->prov_name = strdup(et_prov());
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->addr_format = FI_ADDR_STR;
-	hints->caps = FI_MSG | FI_RMA | FI_ATOMIC | FI_RMA_EVENT | FI_NAMED_RX_CTX;
+	hints->caps = FI_MSG | FI_RMA | FI_ATOMIC | FI_RMA_EVENT | FI_NAMED_RX_CTX | FI_SOURCE;
 	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED;
 	ret = fi_getinfo(FI_VERSION(1, 17), node, NULL, node ? FI_SOURCE : 0, hints,
 	                 &S.info);
 	fi_freeinfo(hints);
 	OKR(ret);
 	CHECK(S.info->caps & FI_NAMED_RX_CTX);
+	CHECK(S.info->caps & FI_SOURCE);
 	CHECK(S.info->domain_attr->max_ep_tx_ctx >= NCTX);
 	CHECK(S.info->domain_attr->max_ep_rx_ctx >= NCTX);
 	OKR(fi_fabric(S.info->fabric_attr, &S.fabric, NULL));
@@ -163,6 +166,7 @@ static void *work(void *arg)
 	char *msgs[M];
 	uint64_t end = et_now_us() + TMO * 1000ull;
 	unsigned got[NCTX] = {0};
+	fi_addr_t src;
 
 	for (int k = 0; k < M; k++) {
 		struct head h = {(uint32_t)i, (uint32_t)k};
@@ -199,12 +203,13 @@ static void *work(void *arg)
 			bad++;
 			break;
 		}
-		r = fi_cq_read(S.rxcq[i], &c, 1);
+		r = fi_cq_readfrom(S.rxcq[i], &c, 1, &src);
 		if (r == 1) {
 			struct head h;
 			int k = 0;
 
 			rdone++;
+			bad += src != S.peer; /* its endpoint, whichever context */
 			while (k < M && S.rbuf[i][k] != c.op_context)
 				k++;
 			if (k == M) { /* another context's receive */
@@ -270,6 +275,7 @@ static void rma_phase(void)
 	int posted = 0, done = 0, data_seen[NCTX] = {0}, bad = 0;
 	uint64_t end = et_now_us() + TMO * 1000ull;
 	bool counted = false;
+	fi_addr_t src;
 
 	CHECK_INT(fi_mr_reg(S.domain, mem, 2 * NCTX * sizeof(uint64_t),
 	                    FI_REMOTE_WRITE | FI_REMOTE_READ, 0, 0, 0, &mr, NULL),
@@ -305,9 +311,9 @@ static void rma_phase(void)
 		for (int i = 0; i < NCTX; i++) {
 			if (fi_cq_read(S.txcq[i], &c, 1) == 1)
 				done++;
-			if (fi_cq_read(S.rxcq[i], &c, 1) == 1) {
+			if (fi_cq_readfrom(S.rxcq[i], &c, 1, &src) == 1) {
 				bad += !(c.flags & FI_REMOTE_CQ_DATA) ||
-				       c.data != 0x100 + (uint64_t)i;
+				       c.data != 0x100 + (uint64_t)i || src != S.peer;
 				data_seen[i]++;
 			}
 			counted &= fi_cntr_read(S.rcntr[i]) >= 2 && data_seen[i] >= 1;

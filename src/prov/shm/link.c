@@ -128,6 +128,19 @@ static int shm_to_str(const void *addr, char *buf, size_t *len)
 	return 0;
 }
 
+/* Lane k of an endpoint: the same process (or name), the token k on. */
+static int shm_addr_lane(const void *addr, int delta, void *out)
+{
+	struct shm_bin_addr a;
+
+	memcpy(&a, addr, sizeof(a));
+	a.token += (uint64_t)(int64_t)delta;
+	if (!a.token) /* 0 asks for any */
+		return -FI_EINVAL;
+	memcpy(out, &a, sizeof(a));
+	return 0;
+}
+
 static int shm_link_open(void *ctx, const struct lm_link_attr *attr, const void *name,
                          struct lm_link **out)
 {
@@ -541,6 +554,7 @@ const struct lm_link_ops shm_link_ops = {
     /* Any text is a name an endpoint may take (fi_setname). */
     .addr_str_max = SHM_NAME_TEXT_MAX,
     .addr_to_str = shm_to_str,
+    .addr_lane = shm_addr_lane,
     .open = shm_link_open,
     .close = shm_link_close,
     .peer_open = shm_link_peer_open,

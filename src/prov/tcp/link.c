@@ -1645,6 +1645,22 @@ void tcp_link_shutdown(struct lm_link *link)
 	conns_reap(l);
 }
 
+/* Lane k of an endpoint: the same host, the port k on. */
+static int tcp_addr_lane(const void *addr, int delta, void *out)
+{
+	union tcp_addr a;
+	int port;
+
+	if (tcp_addr_load(&a, addr, sizeof(a), AF_UNSPEC))
+		return -FI_EINVAL;
+	port = ntohs(a.in.sin_port) + delta; /* same place in both families */
+	if (port < 1 || port > UINT16_MAX)
+		return -FI_EINVAL;
+	a.in.sin_port = htons((uint16_t)port);
+	memcpy(out, &a, tcp_addr_len(a.sa.sa_family));
+	return 0;
+}
+
 static int tcp4_link_open(void *ctx, const struct lm_link_attr *attr, const void *name,
                           struct lm_link **out)
 {
@@ -1665,7 +1681,7 @@ static int tcp6_link_open(void *ctx, const struct lm_link_attr *attr, const void
 	.poll = tcp_link_poll, .arm = tcp_link_arm,                                      \
 	.disarm = tcp_link_disarm, .wake_after = tcp_link_wake_after,                    \
 	.want_room = tcp_link_want_room, .peer_alive = tcp_link_peer_alive,              \
-	.peer_reset = tcp_link_peer_reset
+	.peer_reset = tcp_link_peer_reset, .addr_lane = tcp_addr_lane
 
 const struct lm_link_ops tcp_link_ops = {
     TCP_LINK_OPS,
