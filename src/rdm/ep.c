@@ -777,8 +777,11 @@ static int link_open(struct lm_rdm_ep *ep, const void *name, bool name_hint)
 
 /* Under ep->lock, before it is enabled: ep's link anew at name (NULL: a
  * fresh address), its peers forgotten.  Should name not open, ep takes a
- * fresh address, to stay usable, and the error is returned. */
-static int relink(struct lm_rdm_ep *ep, const void *name)
+ * fresh address, to stay usable, and the error is returned.  away: the
+ * old link closes only after the new one opened, so that a name that
+ * leaves the choice to the link (a port of a range) gets another
+ * address. */
+static int relink(struct lm_rdm_ep *ep, const void *name, bool away)
 {
 	struct lm_hmap fresh;
 	struct lm_link *old = ep->link;
@@ -790,11 +793,13 @@ static int relink(struct lm_rdm_ep *ep, const void *name)
 	ep->peers = fresh;
 	ep->last_src = NULL;
 	ep->link = NULL;
-	if (old)
+	if (old && !away)
 		old->ops->close(old);
 	ret = link_open(ep, name, false);
 	if (ret && name)
 		link_open(ep, NULL, false);
+	if (old && away)
+		old->ops->close(old);
 	return ret;
 }
 
@@ -826,7 +831,7 @@ int lm_rdm_setname(fid_t fid, void *addr, size_t addrlen)
 	if (ret)
 		goto out;
 	lm_lock_acquire(ep->lock);
-	ret = relink(ep, bin);
+	ret = relink(ep, bin, false);
 	lm_lock_release(ep->lock);
 out:
 	free(bin);
@@ -1086,7 +1091,7 @@ static int lanes_open(struct lm_rdm_ep *head, size_t n)
 		LM_INFO(head->dom->util.fabric->prov, FI_LOG_EP_CTRL,
 		        "scalable endpoint: a lane's address is taken (%s); moving\n",
 		        fi_strerror(-ret));
-		ret = relink(head, asked);
+		ret = relink(head, asked, true);
 		if (ret)
 			return ret;
 	}
@@ -1104,7 +1109,7 @@ int lm_rdm_lanes_rename(struct lm_rdm_ep *head)
 		if (ret)
 			break;
 		lm_lock_acquire(lane->lock);
-		ret = lane->enabled ? -FI_EOPBADSTATE : relink(lane, name);
+		ret = lane->enabled ? -FI_EOPBADSTATE : relink(lane, name, false);
 		lm_lock_release(lane->lock);
 	}
 	return ret;
