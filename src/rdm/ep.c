@@ -803,6 +803,26 @@ static int relink(struct lm_rdm_ep *ep, const void *name, bool away)
 	return ret;
 }
 
+/* A scalable endpoint's lanes after its first took another address: at
+ * the addresses after it. */
+static int lanes_rename(struct lm_rdm_ep *head)
+{
+	unsigned char name[LM_LINK_ADDR_MAX];
+	int ret = 0;
+
+	for (size_t k = 1; k < head->nlanes && !ret; k++) {
+		struct lm_rdm_ep *lane = head->lanes[k];
+
+		ret = head->dom->link_ops->addr_lane(head->link->addr, (int)k, name);
+		if (ret)
+			break;
+		lm_lock_acquire(lane->lock);
+		ret = lane->enabled ? -FI_EOPBADSTATE : relink(lane, name, false);
+		lm_lock_release(lane->lock);
+	}
+	return ret;
+}
+
 int lm_rdm_setname(fid_t fid, void *addr, size_t addrlen)
 {
 	struct lm_rdm_ep *ep = lm_container_of(fid, struct lm_rdm_ctx, ep_fid.fid)->ep;
@@ -833,6 +853,9 @@ int lm_rdm_setname(fid_t fid, void *addr, size_t addrlen)
 	lm_lock_acquire(ep->lock);
 	ret = relink(ep, bin, false);
 	lm_lock_release(ep->lock);
+	/* A scalable endpoint's other lanes follow its first. */
+	if (!ret && ep->nlanes > 1)
+		ret = lanes_rename(ep);
 out:
 	free(bin);
 	return ret;
@@ -1095,24 +1118,6 @@ static int lanes_open(struct lm_rdm_ep *head, size_t n)
 		if (ret)
 			return ret;
 	}
-}
-
-int lm_rdm_lanes_rename(struct lm_rdm_ep *head)
-{
-	unsigned char name[LM_LINK_ADDR_MAX];
-	int ret = 0;
-
-	for (size_t k = 1; k < head->nlanes && !ret; k++) {
-		struct lm_rdm_ep *lane = head->lanes[k];
-
-		ret = head->dom->link_ops->addr_lane(head->link->addr, (int)k, name);
-		if (ret)
-			break;
-		lm_lock_acquire(lane->lock);
-		ret = lane->enabled ? -FI_EOPBADSTATE : relink(lane, name, false);
-		lm_lock_release(lane->lock);
-	}
-	return ret;
 }
 
 int lm_rdm_scalable_lanes(struct lm_rdm_ep *head, size_t n)

@@ -836,10 +836,9 @@ size_t lm_rdm_hooks_prepare(struct lm_rdm_hook *hooks, const struct lm_rdm_repor
 void lm_rdm_hooks_add(struct lm_rdm_ep *ep, struct lm_rdm_hook *hooks, size_t n);
 void lm_rdm_hooks_del(struct lm_rdm_hook *hooks, size_t n);
 /* A scalable endpoint's n lanes, head the first (lm_rdm_ep.head): the
- * others opened at the addresses after head's.  And, after fi_setname
- * gave head another address, the others moved to the addresses after it. */
+ * others opened at the addresses after head's (and moved after it by
+ * fi_setname). */
 int lm_rdm_scalable_lanes(struct lm_rdm_ep *head, size_t n);
-int lm_rdm_lanes_rename(struct lm_rdm_ep *head);
 /* sep.c: fi_scalable_ep, and a scalable endpoint's contexts. */
 int lm_rdm_scalable_ep(struct fid_domain *domain, struct fi_info *info,
                        struct fid_ep **sep, void *context);

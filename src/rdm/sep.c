@@ -582,29 +582,6 @@ static const struct fi_ops sep_fid_ops = {
     .ops_open = lm_fid_no_ops_open,
 };
 
-/* fi_setname: the first lane takes the name, the others the addresses
- * after it. */
-static int sep_setname(fid_t fid, void *addr, size_t addrlen)
-{
-	struct lm_rdm_ep *head = sep_of(fid);
-	int ret = lm_rdm_setname(fid, addr, addrlen);
-
-	return ret ? ret : lm_rdm_lanes_rename(head);
-}
-
-static const struct fi_ops_cm sep_cm_ops = {
-    .size = sizeof(struct fi_ops_cm),
-    .setname = sep_setname,
-    .getname = lm_rdm_getname,
-    .getpeer = lm_cm_no_getpeer,
-    .connect = lm_cm_no_connect,
-    .listen = lm_cm_no_listen,
-    .accept = lm_cm_no_accept,
-    .reject = lm_cm_no_reject,
-    .shutdown = lm_cm_no_shutdown,
-    .join = lm_cm_no_join,
-};
-
 static ssize_t sep_cancel(fid_t fid, void *context)
 {
 	(void)fid, (void)context;
@@ -654,7 +631,6 @@ int lm_rdm_scalable_ep(struct fid_domain *domain, struct fi_info *info,
 	fid->fid.fclass = FI_CLASS_SEP;
 	fid->fid.ops = (struct fi_ops *)&sep_fid_ops;
 	fid->ops = (struct fi_ops_ep *)&sep_ep_ops;
-	fid->cm = (struct fi_ops_cm *)&sep_cm_ops;
 	fid->msg = (struct fi_ops_msg *)&lm_nosys_msg_ops;
 	fid->tagged = (struct fi_ops_tagged *)&lm_nosys_tagged_ops;
 	fid->rma = (struct fi_ops_rma *)&lm_nosys_rma_ops;

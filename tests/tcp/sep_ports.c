@@ -3,7 +3,7 @@
  * port + i, and they are free again once it closes.  Where one of those
  * ports is taken, an endpoint whose port the provider picked moves to
  * free ones; one whose port the application named fails with
- * -FI_EADDRINUSE.  The ports come from a range (FI_TCP_PORT_LOW_RANGE)
+ * -FI_EADDRINUSE; fi_setname moves them all.  The ports come from a range (FI_TCP_PORT_LOW_RANGE)
  * starting at a port the kernel picked, so that a taken one can be
  * placed where the endpoint will look. */
 #include <arpa/inet.h>
@@ -148,6 +148,16 @@ int main(void)
 	/* Free: it opens there. */
 	CHECK_INT(open_sep(dom, info, p, &sep), 0);
 	CHECK_INT(sep_port(sep), p);
+	/* fi_setname moves every lane, and frees the old ports. */
+	{
+		struct sockaddr_in a = *(struct sockaddr_in *)info->src_addr;
+
+		a.sin_port = htons((uint16_t)(low + 20));
+		CHECK_INT(fi_setname(&sep->fid, &a, sizeof(a)), 0);
+		CHECK_INT(sep_port(sep), low + 20);
+		for (int i = 0; i < NCTX; i++)
+			CHECK(taken(low + 20 + i) && !taken(p + i));
+	}
 	CHECK_INT(fi_close(&sep->fid), 0);
 
 	CHECK_INT(fi_close(&dom->fid), 0);
