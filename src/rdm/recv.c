@@ -606,7 +606,14 @@ static LM_HOT_INLINE ssize_t post_recv(struct lm_rdm_ep *ep, const struct iovec 
 	if (ret)
 		return ret;
 	lm_lock_acquire(ep->lock);
-	ret = post_locked(ep->rxc, ep, iov, desc, count, total, &msg, flags, tagged);
+	/* An endpoint bound to a shared context and not yet enabled has no
+	 * AV to name sources by: the context's voice speaks, as when the
+	 * receive is posted to the context's own fid (rxc_post). */
+	ret = post_locked(ep->rxc,
+	                  __builtin_expect(ep->rxc->shared && !ep->enabled, 0)
+	                      ? lm_rdm_rxc_voice(ep->rxc)
+	                      : ep,
+	                  iov, desc, count, total, &msg, flags, tagged);
 	lm_lock_release(ep->lock);
 	return ret;
 }

@@ -833,6 +833,40 @@ out:
 	fi_freeinfo(info);
 }
 
+/* An endpoint bound to a shared receive context, not enabled and with no
+ * AV: a receive posted through it names no source it could check (the
+ * context has no enabled endpoint to speak for it): -FI_EINVAL, where it
+ * once read the missing AV.  One from any source is taken, as the
+ * context's own fid takes it. */
+static void case_srx_not_enabled(struct fx *f)
+{
+	struct fi_info *info = fi_dupinfo(f->info);
+	struct fi_rx_attr ra;
+	struct fid_ep *srx = NULL, *ep = NULL;
+	char b[8] = {0};
+
+	cur_case = "shared receive context, endpoint not enabled";
+	if (!info)
+		return;
+	ra = *info->rx_attr;
+	ra.caps |= FI_DIRECTED_RECV;
+	OK(fi_srx_context(f->domain, &ra, &srx, NULL));
+	info->ep_attr->rx_ctx_cnt = FI_SHARED_CONTEXT;
+	OK(fi_endpoint(f->domain, info, &ep, NULL));
+	if (!srx || !ep)
+		goto out;
+	OK(fi_ep_bind(ep, &srx->fid, 0));
+	ERR_IS(fi_recv(ep, b, sizeof(b), NULL, f->addr[1], NULL), FI_EINVAL);
+	ERR_IS(fi_trecv(ep, b, sizeof(b), NULL, f->addr[1], 1, 0, NULL), FI_EINVAL);
+	OK(fi_recv(ep, b, sizeof(b), NULL, FI_ADDR_UNSPEC, NULL));
+out:
+	if (ep)
+		OK(fi_close(&ep->fid));
+	if (srx)
+		OK(fi_close(&srx->fid));
+	fi_freeinfo(info);
+}
+
 /* A bound endpoint not enabled: every data call -FI_EOPBADSTATE
  * (fi_endpoint(3)); an endpoint missing its AV or a CQ does not enable
  * (-FI_ENOCQ for the CQ) and stays unusable. */
@@ -1878,6 +1912,7 @@ static const struct tcase cases[] = {
     {"bad_open_attrs", case_bad_open_attrs},
     {"kind_flags", case_kind_flags},
     {"txc_not_enabled", case_txc_not_enabled},
+    {"srx_not_enabled", case_srx_not_enabled},
     {"bad_mr", case_bad_mr},
     {"bad_av", case_bad_av},
     {"queues", case_queues},
