@@ -55,10 +55,31 @@ static struct lm_av_entry *entry_at(struct lm_av *av, fi_addr_t fi_addr)
 	return atomic_load_explicit(&t->slot[idx], memory_order_acquire);
 }
 
+static void shm_sync(struct lm_av *av);
+
+/* A named AV another process changed: its entries follow, before a
+ * lookup that missed or may be stale. */
+static bool shm_behind(struct lm_av *av)
+{
+	return av->shm && lm_av_shm_gen(av->shm) != av->shm_gen;
+}
+
+static void shm_catch_up(struct lm_av *av)
+{
+	if (shm_behind(av)) {
+		lm_lock_acquire(&av->lock);
+		shm_sync(av);
+		lm_lock_release(&av->lock);
+	}
+}
+
 const void *lm_av_addr(struct lm_av *av, fi_addr_t fi_addr)
 {
-	struct lm_av_entry *e = entry_at(av, fi_addr);
+	struct lm_av_entry *e;
 
+	if (__builtin_expect(av->shm != NULL, 0))
+		shm_catch_up(av);
+	e = entry_at(av, fi_addr);
 	return e ? e->addr : NULL;
 }
 
@@ -98,6 +119,8 @@ fi_addr_t lm_av_reverse(struct lm_av *av, const void *addr)
 	if (!av || !addr)
 		return FI_ADDR_NOTAVAIL;
 	lm_lock_acquire(&av->lock);
+	if (shm_behind(av))
+		shm_sync(av);
 	e = find_addr(av, addr, lm_hash_bytes(addr, av->ops->addrlen));
 	ret = e ? e->fi_addr : FI_ADDR_NOTAVAIL;
 	lm_lock_release(&av->lock);
@@ -174,6 +197,95 @@ static int table_reserve(struct lm_av *av, size_t idx)
 	return 0;
 }
 
+/* A named AV's entry idx, as its segment has it (under av->lock). */
+static int insert_at(struct lm_av *av, size_t idx, const void *addr)
+{
+	struct lm_av_entry *e;
+	struct lm_av_table *t;
+	int ret = table_reserve(av, idx);
+
+	if (ret)
+		return ret;
+	e = lm_bufpool_alloc(&av->pool);
+	if (!e)
+		return -FI_ENOMEM;
+	memcpy(e->addr, addr, av->ops->addrlen);
+	e->fi_addr = idx;
+	e->user_id = idx;
+	e->use_cnt = 1;
+	e->peer = NULL;
+	if (av->ops->on_insert && (ret = av->ops->on_insert(av, idx, e->addr, &e->peer))) {
+		lm_bufpool_free(&av->pool, e);
+		return ret;
+	}
+	lm_hmap_insert(&av->by_addr, &e->hnode, lm_hash_bytes(addr, av->ops->addrlen));
+	t = atomic_load_explicit(&av->table, memory_order_relaxed);
+	atomic_store_explicit(&t->slot[idx], e, memory_order_release);
+	av->used++;
+	av->next_idx = LM_MAX(av->next_idx, idx + 1);
+	return 0;
+}
+
+static void remove_entry(struct lm_av *av, struct lm_av_entry *e);
+
+/* Under av->lock and the segment's: this process's entries become the
+ * segment's (what others inserted appears, what they removed goes). */
+static void shm_sync_locked(struct lm_av *av)
+{
+	struct lm_av_table *t;
+	size_t n;
+
+	av->shm_gen = lm_av_shm_gen(av->shm);
+	n = LM_MAX(lm_av_shm_next(av->shm), av->next_idx);
+	for (size_t i = 0; i < n; i++) {
+		const void *a = lm_av_shm_slot(av->shm, i);
+		struct lm_av_entry *e;
+
+		t = atomic_load_explicit(&av->table, memory_order_relaxed);
+		e = i < t->cap ? atomic_load_explicit(&t->slot[i], memory_order_relaxed)
+		               : NULL;
+		if (e && a && !memcmp(e->addr, a, av->ops->addrlen))
+			continue;
+		if (e)
+			remove_entry(av, e);
+		if (a && insert_at(av, i, a))
+			LM_WARN(av->domain->fabric->prov, FI_LOG_AV,
+			        "shared AV entry %zu not taken here\n", i);
+	}
+}
+
+static void shm_sync(struct lm_av *av)
+{
+	lm_av_shm_lock(av->shm);
+	shm_sync_locked(av);
+	lm_av_shm_unlock(av->shm);
+}
+
+/* A named AV's insert: into the segment, then here as the segment has
+ * it; the fi_addr is the same in every process. */
+static int shm_insert(struct lm_av *av, const void *addr, const fi_addr_t *user_id,
+                      fi_addr_t *out)
+{
+	struct lm_av_entry *e;
+	size_t idx;
+	int ret;
+
+	lm_av_shm_lock(av->shm);
+	ret = lm_av_shm_put(av->shm, addr, &idx);
+	if (!ret)
+		shm_sync_locked(av);
+	lm_av_shm_unlock(av->shm);
+	if (ret)
+		return ret;
+	e = entry_at(av, idx);
+	if (!e)
+		return -FI_ENOMEM;
+	if (user_id)
+		e->user_id = *user_id;
+	*out = idx;
+	return 0;
+}
+
 static int insert_one(struct lm_av *av, const void *addr, const fi_addr_t *user_id,
                       fi_addr_t *out)
 {
@@ -183,6 +295,8 @@ static int insert_one(struct lm_av *av, const void *addr, const fi_addr_t *user_
 	size_t idx;
 	int ret;
 
+	if (av->shm)
+		return shm_insert(av, addr, user_id, out);
 	if (e) {
 		e->use_cnt++;
 		*out = e->fi_addr;
@@ -235,7 +349,8 @@ static void remove_entry(struct lm_av *av, struct lm_av_entry *e)
 	if (av->ops->on_remove)
 		av->ops->on_remove(av, e->fi_addr, e->peer);
 	av->used--;
-	heap_push(av, e->fi_addr);
+	if (!av->shm) /* a named AV's indices are its segment's */
+		heap_push(av, e->fi_addr);
 	lm_bufpool_free(&av->pool, e);
 }
 
@@ -359,6 +474,8 @@ static int insert_batch(struct lm_av *av, size_t count, addr_source src, const v
 		return -FI_EINVAL;
 	if (user_ids && count && !fi_addr)
 		return -FI_EINVAL;
+	if (av->shm && lm_av_shm_rdonly(av->shm))
+		return -FI_EPERM; /* opened FI_READ */
 
 	lm_lock_acquire(&av->lock);
 	for (size_t i = 0; i < count; i++) {
@@ -497,6 +614,25 @@ out:
 	return ret;
 }
 
+/* A named AV's removal (under av->lock): from the segment, all or
+ * nothing, then here. */
+static int shm_remove(struct lm_av *av, const fi_addr_t *fi_addr, size_t count)
+{
+	int ret = 0;
+
+	lm_av_shm_lock(av->shm);
+	shm_sync_locked(av);
+	for (size_t i = 0; i < count && !ret; i++)
+		if (!lm_av_shm_slot(av->shm, fi_addr[i] & av->idx_mask) ||
+		    fi_addr[i] == FI_ADDR_NOTAVAIL)
+			ret = -FI_EINVAL;
+	for (size_t i = 0; i < count && !ret; i++)
+		lm_av_shm_drop(av->shm, fi_addr[i] & av->idx_mask);
+	shm_sync_locked(av);
+	lm_av_shm_unlock(av->shm);
+	return ret;
+}
+
 static int av_remove(struct fid_av *av_fid, fi_addr_t *fi_addr, size_t count,
                      uint64_t flags)
 {
@@ -507,7 +643,13 @@ static int av_remove(struct fid_av *av_fid, fi_addr_t *fi_addr, size_t count,
 		return -FI_EINVAL;
 	if (flags)
 		return -FI_EBADFLAGS;
+	if (av->shm && lm_av_shm_rdonly(av->shm))
+		return -FI_EPERM;
 	lm_lock_acquire(&av->lock);
+	if (av->shm) {
+		ret = shm_remove(av, fi_addr, count);
+		goto out;
+	}
 	/* All or nothing: an unknown fi_addr removes none. */
 	for (size_t i = 0; i < count; i++) {
 		if (!entry_at(av, fi_addr[i])) {
@@ -537,6 +679,8 @@ static int av_lookup(struct fid_av *av_fid, fi_addr_t fi_addr, void *addr,
 	if (!addrlen || (*addrlen && !addr))
 		return -FI_EINVAL;
 	lm_lock_acquire(&av->lock);
+	if (shm_behind(av))
+		shm_sync(av);
 	e = entry_at(av, fi_addr);
 	if (!e) {
 		ret = -FI_EINVAL;
@@ -617,6 +761,8 @@ static int av_close(struct fid *fid)
 		next = t->retired;
 		free(t);
 	}
+	if (av->shm)
+		lm_av_shm_close(av->shm);
 	lm_bufpool_fini(&av->pool);
 	lm_hmap_fini(&av->by_addr);
 	free(av->free_idx);
@@ -692,12 +838,11 @@ int lm_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av
 		return -FI_ENOSYS;
 	if (!ops->addrlen || !ops->from_str || !ops->to_str)
 		return -FI_EINVAL;
-	/* Named (shared, cross-process) AVs and read-only opens of them are
-	 * not supported: no loom provider keeps an AV in shared memory. */
-	if (attr->name || (attr->flags & FI_READ))
-		return -FI_ENOSYS;
-	if (attr->flags & ~(FI_EVENT | FI_SYMMETRIC))
+	if (attr->flags & ~(FI_EVENT | FI_SYMMETRIC | FI_READ))
 		return -FI_EBADFLAGS;
+	/* Read-only is for opening a named AV (man fi_av). */
+	if ((attr->flags & FI_READ) && !attr->name)
+		return -FI_EINVAL;
 	if (attr->rx_ctx_bits < 0 || attr->rx_ctx_bits >= 64)
 		return -FI_EINVAL;
 	type = attr->type;
@@ -732,6 +877,14 @@ int lm_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av
 	if (lm_bufpool_init(&av->pool, sizeof(struct lm_av_entry) + ops->addrlen, 0,
 	                    LM_MIN(cap, (size_t)AV_CHUNK_MAX), 0))
 		goto err_hmap;
+	if (attr->name) {
+		ret = lm_av_shm_open(attr, ops->addrlen, type, &av->shm);
+		if (ret)
+			goto err_pool;
+		shm_sync(av);
+		if (!attr->map_addr)
+			attr->map_addr = lm_av_shm_map(av->shm);
+	}
 	lm_lock_init(&av->lock, dom->shared);
 	atomic_init(&av->ref, 0);
 	av->av_fid.fid.fclass = FI_CLASS_AV;
@@ -743,6 +896,8 @@ int lm_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av
 	*av_out = &av->av_fid;
 	return 0;
 
+err_pool:
+	lm_bufpool_fini(&av->pool);
 err_hmap:
 	lm_hmap_fini(&av->by_addr);
 err:

@@ -41,6 +41,7 @@ struct lm_av_addr_ops {
 };
 
 struct lm_av_entry;
+struct lm_av_shm; /* a named AV's shared segment (av_shm.c) */
 
 /* The fi_addr_t -> entry table.  It is replaced, never resized in place,
  * so data-path readers need no lock; replaced tables are kept until the
@@ -70,6 +71,10 @@ struct lm_av {
 	struct lm_lock lock;
 	atomic_int ref; /* endpoints bound */
 	struct lm_eq *eq;
+	/* A named AV (attr->name): the shared segment its entries follow,
+	 * and the segment's generation they were last brought up to. */
+	struct lm_av_shm *shm;
+	uint64_t shm_gen;
 };
 
 /* fi_av_open; needs the domain's av_addr_ops (-FI_ENOSYS without). */
@@ -86,5 +91,26 @@ fi_addr_t lm_av_user_id(struct lm_av *av, fi_addr_t fi_addr);
 /* Address bytes -> fi_addr (for FI_SOURCE); takes the AV lock when the
  * threading model shares it.  FI_ADDR_NOTAVAIL when unknown. */
 fi_addr_t lm_av_reverse(struct lm_av *av, const void *addr);
+
+/* av_shm.c: a named AV's segment, opened (made if absent and not FI_READ)
+ * for addresses of addrlen bytes; the entries of every process that opened
+ * it, by fi_addr index.  attr->map_addr: where its fi_addr_t array is to
+ * be mapped (0: anywhere).  Changes (put, drop) and reading the slots
+ * whole are under its lock, which a holder that died gives up. */
+int lm_av_shm_open(const struct fi_av_attr *attr, size_t addrlen, enum fi_av_type type,
+                   struct lm_av_shm **out);
+void lm_av_shm_close(struct lm_av_shm *s);
+void lm_av_shm_lock(struct lm_av_shm *s);
+void lm_av_shm_unlock(struct lm_av_shm *s);
+fi_addr_t *lm_av_shm_map(struct lm_av_shm *s);
+bool lm_av_shm_rdonly(const struct lm_av_shm *s);
+uint64_t lm_av_shm_gen(struct lm_av_shm *s);
+size_t lm_av_shm_next(struct lm_av_shm *s);
+/* The address at idx, NULL when that slot is free. */
+const void *lm_av_shm_slot(struct lm_av_shm *s, size_t idx);
+/* addr's slot (one more use if present), or -FI_ENOSPC when full. */
+int lm_av_shm_put(struct lm_av_shm *s, const void *addr, size_t *idx);
+/* One use of idx less; freed at the last.  -FI_EINVAL for a free one. */
+int lm_av_shm_drop(struct lm_av_shm *s, size_t idx);
 
 #endif

@@ -200,11 +200,25 @@ static void test_open(void)
 	dom()->av_addr_ops = &test_ops;
 	CHECK_INT(fi_av_open(t.domain, NULL, &av, NULL), -FI_EINVAL);
 	CHECK_INT(lm_av_open(t.domain, &attr, NULL, NULL), -FI_EINVAL);
-	attr.name = "shared";
-	CHECK_INT(fi_av_open(t.domain, &attr, &av, NULL), -FI_ENOSYS);
-	attr.name = NULL;
+	/* Named (shared): opened, and gone with its last user. */
+	{
+		char name[64];
+
+		snprintf(name, sizeof(name), "loom-util-av-%d", (int)getpid());
+		attr.name = name;
+		CHECK_INT(fi_av_open(t.domain, &attr, &av, NULL), 0);
+		CHECK(attr.map_addr != NULL);
+		if (av)
+			CHECK_INT(fi_close(&av->fid), 0);
+		av = NULL;
+		attr.map_addr = NULL;
+		attr.flags = FI_READ;
+		CHECK(fi_av_open(t.domain, &attr, &av, NULL) < 0);
+		attr.name = NULL;
+	}
+	/* Read-only is for a named AV. */
 	attr.flags = FI_READ;
-	CHECK_INT(fi_av_open(t.domain, &attr, &av, NULL), -FI_ENOSYS);
+	CHECK_INT(fi_av_open(t.domain, &attr, &av, NULL), -FI_EINVAL);
 	attr.flags = FI_SEND;
 	CHECK_INT(fi_av_open(t.domain, &attr, &av, NULL), -FI_EBADFLAGS);
 	attr.flags = 0;

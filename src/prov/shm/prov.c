@@ -15,10 +15,12 @@
 #define SHM_CAPS                                                                         \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV | FI_READ |         \
 	 FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_SOURCE | FI_DIRECTED_RECV |    \
-	 FI_MULTI_RECV | FI_NAMED_RX_CTX | FI_LOCAL_COMM | FI_RMA_EVENT | FI_FENCE | LM_CAPS_V2)
+	 FI_MULTI_RECV | FI_NAMED_RX_CTX | FI_LOCAL_COMM | FI_RMA_EVENT | FI_FENCE | FI_SHARED_AV | \
+	 LM_CAPS_V2)
 
 /* A context holds only the caps of its direction (FI_FENCE is a transmit
- * one); FI_LOCAL_COMM is the endpoint's and the domain's (man fi_endpoint). */
+ * one); FI_LOCAL_COMM and FI_SHARED_AV are the endpoint's and the
+ * domain's (man fi_endpoint). */
 static struct fi_tx_attr shm_tx = {
     .caps = SHM_CAPS & LM_TX_CAPS,
     .op_flags = 0,
@@ -53,7 +55,7 @@ static struct fi_ep_attr shm_ep = {
 static struct fi_domain_attr shm_dom = {
     .name = "shm",
     LM_RDM_DOMAIN_ATTRS,
-    .caps = FI_LOCAL_COMM,
+    .caps = FI_LOCAL_COMM | FI_SHARED_AV,
 };
 static struct fi_fabric_attr shm_fab = {
     .name = "shm",

@@ -18,7 +18,7 @@
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV | FI_READ |         \
 	 FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_SOURCE | FI_DIRECTED_RECV |    \
 	 FI_MULTI_RECV | FI_NAMED_RX_CTX | FI_LOCAL_COMM | FI_REMOTE_COMM | FI_RMA_EVENT | FI_FENCE |      \
-	 LM_CAPS_V2)
+	 FI_SHARED_AV | LM_CAPS_V2)
 /* A context holds only the caps of its direction; FI_LOCAL_COMM and
  * FI_REMOTE_COMM are the endpoint's and the domain's (man fi_endpoint). */
 #define TCP_TX_CAPS    (TCP_CAPS & LM_TX_CAPS)
@@ -88,7 +88,7 @@ static const struct fi_rx_attr tcp_rx = {
 };
 /* FI_EP_MSG: one peer, so no source addressing or directed receives. */
 #define TCP_MSG_CAPS                                                                     \
-	(TCP_CAPS & ~(FI_SOURCE | FI_DIRECTED_RECV | FI_TAGGED_DIRECTED_RECV |           \
+	(TCP_CAPS & ~(FI_SOURCE | FI_SHARED_AV | FI_DIRECTED_RECV | FI_TAGGED_DIRECTED_RECV |           \
 	              FI_EXACT_DIRECTED_RECV | FI_NAMED_RX_CTX))
 
 static const struct fi_ep_attr tcp_msg_ep = {
@@ -113,7 +113,7 @@ static const struct fi_ep_attr tcp_ep = {
 };
 static const struct fi_domain_attr tcp_dom = {
     LM_RDM_DOMAIN_ATTRS,
-    .caps = FI_LOCAL_COMM | FI_REMOTE_COMM,
+    .caps = FI_LOCAL_COMM | FI_REMOTE_COMM | FI_SHARED_AV,
 };
 
 /* ---- addresses --------------------------------------------------------------- */
