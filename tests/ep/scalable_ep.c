@@ -59,14 +59,6 @@ static size_t size_of(unsigned seq)
 	return seq % 16 == 7 ? LARGE : SMALL + seq % 64;
 }
 
-#define OKR(call)                                                                        \
-	do {                                                                             \
-		int r_ = (int)(call);                                                    \
-		CHECK_INT(r_, 0);                                                        \
-		if (r_)                                                                  \
-			return r_;                                                       \
-	} while (0)
-
 static int open_sep(void)
 {
 	struct fi_info *hints = fi_allocinfo();

@@ -31,14 +31,6 @@ struct ctx {
 	fi_addr_t *map;
 };
 
-#define OKR(call)                                                                        \
-	do {                                                                             \
-		int r_ = (int)(call);                                                    \
-		CHECK_INT(r_, 0);                                                        \
-		if (r_)                                                                  \
-			return r_;                                                       \
-	} while (0)
-
 static int open_ep(struct ctx *c, char *name, size_t len)
 {
 	struct fi_info *hints = fi_allocinfo();

@@ -55,14 +55,6 @@ struct shared {
 
 static struct shared S;
 
-#define OKR(call)                                                                        \
-	do {                                                                             \
-		int r_ = (int)(call);                                                    \
-		CHECK_INT(r_, 0);                                                        \
-		if (r_)                                                                  \
-			return r_;                                                       \
-	} while (0)
-
 static int shared_open(void)
 {
 	struct fi_info *hints = fi_allocinfo();

@@ -55,6 +55,16 @@ static int check_count;
 		}                                                                        \
 	} while (0)
 
+/* As CHECK_INT(call, 0), and return the call's value from the caller when
+ * it is not 0. */
+#define OKR(call)                                                                        \
+	do {                                                                             \
+		int r_ = (int)(call);                                                    \
+		CHECK_INT(r_, 0);                                                        \
+		if (r_)                                                                  \
+			return r_;                                                       \
+	} while (0)
+
 static inline int check_done(void)
 {
 	if (!check_count) {
