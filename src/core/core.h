@@ -82,6 +82,11 @@ int lm_info_match_list(uint32_t version, const struct fi_info *const *tmpls,
 
 /* Capability groups (man fi_getinfo).  FI_VARIABLE_MSG and
  * FI_EXACT_DIRECTED_RECV are one bit, primary in either meaning. */
+/* A template's domain_attr->data_progress for a provider that does
+ * either: FI_PROGRESS_MANUAL in the answer unless the hints ask for
+ * FI_PROGRESS_AUTO (lm_info_match). */
+#define LM_PROGRESS_EITHER ((enum fi_progress)0x100)
+
 #define LM_PRIMARY_CAPS                                                                  \
 	(FI_MSG | FI_RMA | FI_TAGGED | FI_ATOMIC | FI_MULTICAST | FI_NAMED_RX_CTX |      \
 	 FI_DIRECTED_RECV | FI_TAGGED_DIRECTED_RECV | FI_EXACT_DIRECTED_RECV |           \

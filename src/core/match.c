@@ -152,7 +152,8 @@ static int match_domain(const struct fi_info *tmpl, const struct fi_info *hints,
 	}
 	if (h->data_progress) {
 		if (h->data_progress == FI_PROGRESS_AUTO &&
-		    p->data_progress != FI_PROGRESS_AUTO)
+		    p->data_progress != FI_PROGRESS_AUTO &&
+		    p->data_progress != LM_PROGRESS_EITHER)
 			REJECT("automatic data progress not supported");
 		o->data_progress = h->data_progress;
 	}
@@ -447,6 +448,8 @@ int lm_info_match(uint32_t version, const struct fi_info *tmpl,
 		o->domain_attr->max_cntr_value = UINT64_MAX;
 	if (!o->domain_attr->max_err_cntr_value)
 		o->domain_attr->max_err_cntr_value = UINT64_MAX;
+	if (o->domain_attr->data_progress == LM_PROGRESS_EITHER)
+		o->domain_attr->data_progress = FI_PROGRESS_MANUAL;
 	if (hints) {
 		ret = match_top(tmpl, hints, o);
 		if (!ret)

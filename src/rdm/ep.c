@@ -55,6 +55,16 @@ int lm_rdm_domain_init(struct lm_rdm_domain *dom, struct lm_fabric *fab,
 	dom->av_ops.on_remove = av_on_remove;
 	dom->util.av_addr_ops = &dom->av_ops;
 	atomic_init(&dom->av_gen, 0);
+	/* A progress thread beside the application's: locks are taken
+	 * whatever the threading model. */
+	dom->auto_progress =
+	    info->domain_attr && info->domain_attr->data_progress == FI_PROGRESS_AUTO;
+	if (dom->auto_progress && !dom->util.shared) {
+		dom->util.shared = true;
+		lm_lock_fini(&dom->util.lock);
+		lm_lock_init(&dom->util.lock, true);
+	}
+	lm_rdm_auto_init(&dom->autop);
 	lm_lock_init(&dom->ctx_lock, dom->util.shared);
 	return 0;
 }
@@ -527,6 +537,7 @@ int lm_rdm_ep_close(struct fid *fid)
 
 	if (atomic_load(&ep->ref))
 		return -FI_EBUSY;
+	lm_rdm_auto_del(ep);
 	if (ext && ext->closing)
 		ext->closing(ep);
 	lm_rdm_linger(ep);
@@ -590,7 +601,7 @@ static int ep_control(struct fid *fid, int command, void *arg)
 		lm_lock_release(ctx->ep->lock);
 		if (ret == 1) {
 			lm_rdm_hooks_add(ctx->ep, ctx->ep->hooks, ctx->ep->nhooks);
-			ret = 0;
+			ret = lm_rdm_auto_add(ctx->ep);
 		}
 		if (!ret && !ctx->alias && ctx->ep->ext && ctx->ep->ext->enabled)
 			ctx->ep->ext->enabled(ctx->ep);

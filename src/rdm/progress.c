@@ -944,6 +944,8 @@ static bool hook_sleepy(const struct lm_rdm_hook *h)
  * polls meanwhile. */
 static bool others_sleepy(const struct lm_rdm_ep *ep)
 {
+	if (ep->auto_on) /* its domain's progress thread sleeps on it */
+		return true;
 	for (size_t i = 0; i < ep->nhooks; i++)
 		if (hook_sleepy(&ep->hooks[i]))
 			return true;

@@ -273,7 +273,7 @@ _Static_assert(LM_RDM_SEP_MAX_CTX <= (LM_HF_LANE_MASK >> LM_HF_LANE_SHIFT) + 1,
  * (max_ep_stx_ctx, max_ep_srx_ctx: its ep_cnt). */
 #define LM_RDM_DOMAIN_ATTRS                                                              \
 	.threading = FI_THREAD_SAFE, .control_progress = FI_PROGRESS_MANUAL,             \
-	.data_progress = FI_PROGRESS_MANUAL, .resource_mgmt = FI_RM_ENABLED,             \
+	.data_progress = LM_PROGRESS_EITHER, .resource_mgmt = FI_RM_ENABLED,             \
 	.av_type = FI_AV_UNSPEC,                                                         \
 	.mr_mode = LM_MR_PREFERRED | FI_MR_VIRT_ADDR | FI_MR_PROV_KEY,                   \
 	.mr_key_size = sizeof(uint64_t), .cq_data_size = sizeof(uint64_t),               \
@@ -287,6 +287,16 @@ _Static_assert(LM_RDM_SEP_MAX_CTX <= (LM_HF_LANE_MASK >> LM_HF_LANE_SHIFT) + 1,
  * A provider built on the engine embeds this at the start of its domain
  * and names its link; everything else (endpoints, AV address handling) is
  * the engine's. */
+/* A domain's automatic progress (auto.c). */
+struct lm_rdm_auto {
+	pthread_mutex_t life;  /* add and del, one at a time */
+	pthread_mutex_t mutex; /* eps; held while the thread progresses them */
+	struct lm_list eps;    /* enabled RDM endpoints (lm_rdm_ep.auto_node) */
+	int epfd, efd;         /* epoll over the links' fds and efd (a kick) */
+	pthread_t thread;
+	bool running, stop;
+};
+
 struct lm_rdm_domain {
 	struct lm_domain util;
 	const struct lm_link_ops *link_ops;
@@ -299,6 +309,9 @@ struct lm_rdm_domain {
 	 * domain (lm_rdm_ep.lock). */
 	struct lm_lock ctx_lock;
 	size_t eager_max; /* 0: the link's max_payload */
+	/* data_progress FI_PROGRESS_AUTO: a thread progresses its endpoints. */
+	bool auto_progress;
+	struct lm_rdm_auto autop;
 };
 
 /* Fill dom (zeroed by the caller) for info; ops: lm_rdm_domain_ops if NULL. */
@@ -787,6 +800,9 @@ struct lm_rdm_ep {
 	struct lm_lock *lock;
 	struct lm_lock own_lock;
 	char *name; /* address set with fi_setname before the link opened */
+	/* In its domain's automatic progress (auto.c). */
+	struct lm_list auto_node;
+	bool auto_on;
 	const struct lm_rdm_ep_ext *ext; /* what the provider adds, or NULL */
 	void *prov;                      /* the provider's own state for it */
 };
@@ -839,6 +855,12 @@ void lm_rdm_hooks_del(struct lm_rdm_hook *hooks, size_t n);
  * others opened at the addresses after head's (and moved after it by
  * fi_setname). */
 int lm_rdm_scalable_lanes(struct lm_rdm_ep *head, size_t n);
+/* auto.c: an enabled endpoint into its domain's automatic progress (a
+ * no-op unless the domain has it), and out of it before it closes.
+ * Neither under ep->lock. */
+void lm_rdm_auto_init(struct lm_rdm_auto *a);
+int lm_rdm_auto_add(struct lm_rdm_ep *ep);
+void lm_rdm_auto_del(struct lm_rdm_ep *ep);
 /* sep.c: fi_scalable_ep, and a scalable endpoint's contexts. */
 int lm_rdm_scalable_ep(struct fid_domain *domain, struct fi_info *info,
                        struct fid_ep **sep, void *context);
