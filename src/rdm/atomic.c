@@ -231,6 +231,9 @@ static void atomic_payload(struct lm_rdm_tx *tx, enum lm_atomic_kind kind,
 	}
 }
 
+static ssize_t trig_atomic(struct lm_rdm_ctx *ctx, enum lm_atomic_kind kind,
+                           const struct atomic_args *a);
+
 static ssize_t atomic_post(struct lm_rdm_ctx *ctx, enum lm_atomic_kind kind,
                            const struct atomic_args *a)
 {
@@ -240,6 +243,8 @@ static ssize_t atomic_post(struct lm_rdm_ctx *ctx, enum lm_atomic_kind kind,
 	struct lm_rdm_tx *tx;
 	ssize_t ret;
 
+	if (a->flags & FI_TRIGGER)
+		return trig_atomic(ctx, kind, a);
 	ret = atomic_plan(ep, kind, a, &pl);
 	if (ret)
 		return ret;
@@ -478,3 +483,78 @@ const struct fi_ops_atomic lm_rdm_atomic_ops = {
     .readwritevalid = rdm_fetchvalid,
     .compwritevalid = rdm_comparevalid,
 };
+
+/* ---- triggered atomics (trigger.c) --------------------------------------------- */
+
+/* An atomic held until its trigger's counter is there: its vectors (the
+ * buffers they name stay the application's), an inject's operands copied. */
+static ssize_t trig_atomic(struct lm_rdm_ctx *ctx, enum lm_atomic_kind kind,
+                           const struct atomic_args *a)
+{
+	size_t sz = lm_datatype_size(a->dt), n = 0;
+	bool copy = a->inject_call || (a->flags & FI_INJECT);
+	struct lm_rdm_trig *tr;
+
+	if (a->count > LM_IOV_LIMIT || a->cmp_count > LM_IOV_LIMIT ||
+	    a->res_count > LM_IOV_LIMIT || (a->count && !a->iov) ||
+	    (a->cmp_count && !a->cmp) || (a->res_count && !a->res) || !sz)
+		return -FI_EINVAL;
+	for (size_t i = 0; i < a->count; i++) {
+		if (a->iov[i].count > ctx->ep->inject_size / sz)
+			return copy ? -FI_EMSGSIZE : -FI_EINVAL;
+		n += a->iov[i].count;
+	}
+	if (copy && n * sz > ctx->ep->inject_size)
+		return -FI_EMSGSIZE;
+	tr = lm_rdm_trig_new(ctx, copy ? n * sz : 0, lm_rdm_trig_atomic);
+	if (!tr)
+		return -FI_ENOMEM;
+	if (a->count)
+		memcpy(tr->u.atomic.iov, a->iov, a->count * sizeof(*a->iov));
+	if (copy) {
+		size_t off = 0;
+
+		for (size_t i = 0; i < a->count; i++) {
+			if (a->iov[i].addr)
+				memcpy(tr->copy + off, a->iov[i].addr, a->iov[i].count * sz);
+			tr->u.atomic.iov[i].addr = tr->copy + off;
+			off += a->iov[i].count * sz;
+		}
+	}
+	if (a->cmp_count)
+		memcpy(tr->u.atomic.cmp, a->cmp, a->cmp_count * sizeof(*a->cmp));
+	if (a->res_count)
+		memcpy(tr->u.atomic.res, a->res, a->res_count * sizeof(*a->res));
+	tr->u.atomic.count = a->count;
+	tr->u.atomic.cmp_count = a->cmp_count;
+	tr->u.atomic.res_count = a->res_count;
+	tr->u.atomic.dest = a->dest;
+	tr->u.atomic.addr = a->addr;
+	tr->u.atomic.key = a->key;
+	tr->u.atomic.dt = (int)a->dt;
+	tr->u.atomic.op = (int)a->op;
+	tr->u.atomic.kind = (int)kind;
+	tr->u.atomic.flags = a->flags & ~FI_TRIGGER;
+	tr->u.atomic.inject_call = a->inject_call;
+	return lm_rdm_trig_hold(tr, a->context);
+}
+
+ssize_t lm_rdm_trig_atomic(struct lm_rdm_trig *tr)
+{
+	struct atomic_args a = {.iov = tr->u.atomic.iov,
+	                        .cmp = tr->u.atomic.cmp,
+	                        .res = tr->u.atomic.res,
+	                        .count = tr->u.atomic.count,
+	                        .cmp_count = tr->u.atomic.cmp_count,
+	                        .res_count = tr->u.atomic.res_count,
+	                        .dest = tr->u.atomic.dest,
+	                        .addr = tr->u.atomic.addr,
+	                        .key = tr->u.atomic.key,
+	                        .dt = (enum fi_datatype)tr->u.atomic.dt,
+	                        .op = (enum fi_op)tr->u.atomic.op,
+	                        .flags = tr->u.atomic.flags,
+	                        .context = tr->context,
+	                        .inject_call = tr->u.atomic.inject_call};
+
+	return atomic_post(&tr->ctx, (enum lm_atomic_kind)tr->u.atomic.kind, &a);
+}

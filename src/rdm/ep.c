@@ -572,7 +572,7 @@ static int ep_alias(struct lm_rdm_ctx *ctx, struct fi_alias *a)
 	    (a->flags & ~(FI_TRANSMIT | FI_RECV | LM_MSG_MODIFIERS | FI_COMPLETION |
 	                  FI_INJECT | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE |
 	                  FI_DELIVERY_COMPLETE | FI_MULTI_RECV | FI_REMOTE_CQ_DATA |
-	                  FI_COMMIT_COMPLETE | FI_FENCE | FI_MORE)))
+	                  FI_COMMIT_COMPLETE | FI_FENCE | FI_MORE | FI_TRIGGER)))
 		return -FI_EINVAL;
 	al = calloc(1, sizeof(*al));
 	if (!al)

@@ -955,7 +955,7 @@ static bool others_sleepy(const struct lm_rdm_ep *ep)
 	return false;
 }
 
-static LM_HOT_INLINE void progress(struct lm_rdm_ep *ep, bool sleepy)
+static LM_HOT_INLINE void progress_once(struct lm_rdm_ep *ep, bool sleepy)
 {
 	bool quiet = !sleepy && atomic_load_explicit(&ep->quiet, memory_order_relaxed);
 	bool tell = false;
@@ -1009,6 +1009,15 @@ static LM_HOT_INLINE void progress(struct lm_rdm_ep *ep, bool sleepy)
 	lm_lock_release(ep->lock);
 	if (tell)
 		ep->ext->lost(ep);
+}
+
+static LM_HOT_INLINE void progress(struct lm_rdm_ep *ep, bool sleepy)
+{
+	progress_once(ep, sleepy);
+	/* What the counters released (FI_TRIGGER), outside the lock. */
+	if (__builtin_expect(atomic_load_explicit(&ep->dom->util.ntrig, memory_order_relaxed),
+	                     0))
+		lm_rdm_triggers_run(ep);
 }
 
 /* A sender told "delivered" must not lose the message to our close: a

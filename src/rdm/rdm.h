@@ -803,6 +803,7 @@ struct lm_rdm_ep {
 	/* In its domain's automatic progress (auto.c). */
 	struct lm_list auto_node;
 	bool auto_on;
+	atomic_int held; /* its operations held on counters (trigger.c) */
 	const struct lm_rdm_ep_ext *ext; /* what the provider adds, or NULL */
 	void *prov;                      /* the provider's own state for it */
 };
@@ -855,6 +856,60 @@ void lm_rdm_hooks_del(struct lm_rdm_hook *hooks, size_t n);
  * others opened at the addresses after head's (and moved after it by
  * fi_setname). */
 int lm_rdm_scalable_lanes(struct lm_rdm_ep *head, size_t n);
+/* trigger.c: operations held until a counter reaches a threshold
+ * (FI_TRIGGER, man fi_trigger).  A data call with FI_TRIGGER in its flags
+ * is captured as one of these (its buffers' addresses; an inject's bytes
+ * copied) and issued by issue, with FI_TRIGGER cleared, once the counter
+ * of its fi_triggered_context reaches the threshold. */
+struct lm_rdm_trig {
+	struct lm_trigger t;
+	struct lm_cntr *cntr;
+	struct lm_rdm_ctx ctx;   /* a copy: an alias may close meanwhile */
+	struct lm_rdm_ep *owner; /* its reference keeps the endpoint open */
+	ssize_t (*issue)(struct lm_rdm_trig *tr);
+	void *context; /* the fi_triggered_context: the completion's op_context */
+	union {
+		struct {
+			struct iovec iov[LM_IOV_LIMIT];
+			void *desc[LM_IOV_LIMIT];
+			size_t count;
+			fi_addr_t addr;
+			uint64_t tag, ignore, data, flags;
+			bool tagged, inject_call;
+		} msg;
+		struct {
+			struct iovec iov[LM_IOV_LIMIT];
+			size_t count;
+			fi_addr_t addr;
+			uint64_t raddr, key, data, flags;
+			bool write, inject_call;
+		} rma;
+		struct {
+			struct fi_ioc iov[LM_IOV_LIMIT], cmp[LM_IOV_LIMIT], res[LM_IOV_LIMIT];
+			size_t count, cmp_count, res_count;
+			fi_addr_t dest;
+			uint64_t addr, key, flags;
+			int dt, op, kind;
+			bool inject_call;
+		} atomic;
+	} u;
+	unsigned char copy[]; /* an inject's bytes */
+};
+/* A new held operation for ctx with room for copy bytes, its issue set;
+ * the caller fills u.  NULL without memory. */
+struct lm_rdm_trig *lm_rdm_trig_new(struct lm_rdm_ctx *ctx, size_t copy,
+                                    ssize_t (*issue)(struct lm_rdm_trig *tr));
+/* Hold tr on the counter of context (a struct fi_triggered_context of
+ * FI_TRIGGER_THRESHOLD), or issue it now if that counter is there already;
+ * 0, or the error (tr freed). */
+ssize_t lm_rdm_trig_hold(struct lm_rdm_trig *tr, void *context);
+/* Fire what ep's counters released (after progress, outside ep->lock). */
+void lm_rdm_triggers_run(struct lm_rdm_ep *ep);
+/* The issue functions of each kind (send.c, recv.c, rma.c, atomic.c). */
+ssize_t lm_rdm_trig_send(struct lm_rdm_trig *tr);
+ssize_t lm_rdm_trig_recv(struct lm_rdm_trig *tr);
+ssize_t lm_rdm_trig_rma(struct lm_rdm_trig *tr);
+ssize_t lm_rdm_trig_atomic(struct lm_rdm_trig *tr);
 /* auto.c: an enabled endpoint into its domain's automatic progress (a
  * no-op unless the domain has it), and out of it before it closes.
  * Neither under ep->lock. */

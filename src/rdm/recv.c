@@ -592,6 +592,10 @@ static LM_HOT_INLINE ssize_t recv_args(const struct iovec *iov, size_t count,
 	return 0;
 }
 
+static ssize_t trig_recv(struct lm_rdm_ep *ep, const struct iovec *iov, void **desc,
+                         size_t count, fi_addr_t src, uint64_t tag, uint64_t ignore,
+                         uint64_t flags, void *context, bool tagged);
+
 /* Inline in each receive call, as do_send. */
 static LM_HOT_INLINE ssize_t post_recv(struct lm_rdm_ep *ep, const struct iovec *iov,
                                        void **desc, size_t count, fi_addr_t src,
@@ -601,7 +605,11 @@ static LM_HOT_INLINE ssize_t post_recv(struct lm_rdm_ep *ep, const struct iovec 
 	struct fi_msg_tagged msg = {
 	    .addr = src, .tag = tag, .ignore = ignore, .context = context};
 	size_t total;
-	ssize_t ret = recv_args(iov, count, flags, &total);
+	ssize_t ret;
+
+	if (__builtin_expect(flags & FI_TRIGGER, 0))
+		return trig_recv(ep, iov, desc, count, src, tag, ignore, flags, context, tagged);
+	ret = recv_args(iov, count, flags, &total);
 
 	if (ret)
 		return ret;
@@ -700,6 +708,8 @@ static LM_HOT_INLINE ssize_t rxc_post(struct lm_rdm_rxc *rxc, const struct iovec
 
 	if (ret)
 		return ret;
+	if (flags & FI_TRIGGER)
+		return -FI_EOPNOTSUPP; /* held receives are the endpoints' own */
 	lm_lock_acquire(lock);
 	if (rxc->sep)
 		ep = rxc->enabled && rxc->sep->enabled ? rxc->sep : NULL;
@@ -796,4 +806,38 @@ ssize_t lm_rdm_cancel(struct lm_rdm_rxc *rxc, struct lm_rdm_ep *ep, void *contex
 		return 0;
 	}
 	return -FI_ENOENT;
+}
+
+/* ---- triggered receives (trigger.c) --------------------------------------------- */
+
+static ssize_t trig_recv(struct lm_rdm_ep *ep, const struct iovec *iov, void **desc,
+                         size_t count, fi_addr_t src, uint64_t tag, uint64_t ignore,
+                         uint64_t flags, void *context, bool tagged)
+{
+	struct lm_rdm_trig *tr;
+	size_t len;
+
+	if (!lm_iov_valid(iov, count, &len))
+		return -FI_EINVAL;
+	tr = lm_rdm_trig_new(&ep->ctx, 0, lm_rdm_trig_recv);
+	if (!tr)
+		return -FI_ENOMEM;
+	if (count)
+		memcpy(tr->u.msg.iov, iov, count * sizeof(*iov));
+	if (count && desc)
+		memcpy(tr->u.msg.desc, desc, count * sizeof(*desc));
+	tr->u.msg.count = count;
+	tr->u.msg.addr = src;
+	tr->u.msg.tag = tag;
+	tr->u.msg.ignore = ignore;
+	tr->u.msg.flags = flags & ~FI_TRIGGER;
+	tr->u.msg.tagged = tagged;
+	return lm_rdm_trig_hold(tr, context);
+}
+
+ssize_t lm_rdm_trig_recv(struct lm_rdm_trig *tr)
+{
+	return post_recv(tr->ctx.ep, tr->u.msg.iov, tr->u.msg.desc, tr->u.msg.count,
+	                 tr->u.msg.addr, tr->u.msg.tag, tr->u.msg.ignore, tr->u.msg.flags,
+	                 tr->context, tr->u.msg.tagged);
 }

@@ -231,6 +231,42 @@ void lm_rdm_rma_recv(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 
 /* ---- initiator side: the calls --------------------------------------------- */
 
+/* An RMA call held until its trigger's counter is there (trigger.c): its
+ * buffers, or an inject's bytes. */
+static ssize_t trig_rma(struct lm_rdm_ctx *ctx, bool write, const struct iovec *iov,
+                        size_t count, fi_addr_t addr, uint64_t raddr, uint64_t key,
+                        uint64_t data, uint64_t flags, void *context, bool inject_call)
+{
+	bool copy = write && (inject_call || (flags & FI_INJECT));
+	struct lm_rdm_trig *tr;
+	size_t len;
+
+	if (!lm_iov_valid(iov, count, &len))
+		return -FI_EINVAL;
+	if (copy && len > ctx->ep->inject_size)
+		return -FI_EMSGSIZE;
+	tr = lm_rdm_trig_new(ctx, copy ? len : 0, lm_rdm_trig_rma);
+	if (!tr)
+		return -FI_ENOMEM;
+	if (copy) {
+		lm_copy_from_iov(tr->copy, iov, count, 0, len);
+		tr->u.rma.iov[0] = (struct iovec){tr->copy, len};
+		tr->u.rma.count = 1;
+	} else {
+		if (count)
+			memcpy(tr->u.rma.iov, iov, count * sizeof(*iov));
+		tr->u.rma.count = count;
+	}
+	tr->u.rma.write = write;
+	tr->u.rma.addr = addr;
+	tr->u.rma.raddr = raddr;
+	tr->u.rma.key = key;
+	tr->u.rma.data = data;
+	tr->u.rma.flags = flags & ~FI_TRIGGER;
+	tr->u.rma.inject_call = inject_call;
+	return lm_rdm_trig_hold(tr, context);
+}
+
 static ssize_t rma_post(struct lm_rdm_ctx *ctx, bool write, const struct iovec *iov,
                         size_t count, fi_addr_t addr, uint64_t raddr, uint64_t key,
                         uint64_t data, uint64_t flags, void *context, bool inject_call)
@@ -241,6 +277,9 @@ static ssize_t rma_post(struct lm_rdm_ctx *ctx, bool write, const struct iovec *
 	size_t len;
 	ssize_t ret = 0;
 
+	if (flags & FI_TRIGGER)
+		return trig_rma(ctx, write, iov, count, addr, raddr, key, data, flags, context,
+		                inject_call);
 	ret = lm_rdm_op_enter(ctx, iov, count, flags, &len);
 	if (ret)
 		return ret;
@@ -394,3 +433,10 @@ const struct fi_ops_rma lm_rdm_rma_ops = {
     .writedata = rdm_writedata,
     .injectdata = rdm_inject_writedata,
 };
+
+ssize_t lm_rdm_trig_rma(struct lm_rdm_trig *tr)
+{
+	return rma_post(&tr->ctx, tr->u.rma.write, tr->u.rma.iov, tr->u.rma.count,
+	                tr->u.rma.addr, tr->u.rma.raddr, tr->u.rma.key, tr->u.rma.data,
+	                tr->u.rma.flags, tr->context, tr->u.rma.inject_call);
+}

@@ -182,6 +182,10 @@ static ssize_t send_request(struct lm_rdm_ep *ep, const struct lm_rdm_report *re
 	return lm_rdm_tx_launch(ep, tx, h);
 }
 
+static ssize_t trig_send(struct lm_rdm_ctx *ctx, const struct iovec *iov, size_t count,
+                         fi_addr_t dest, uint64_t tag, uint64_t data, uint64_t flags,
+                         void *context, bool tagged, bool inject_call);
+
 /* Inline in each send call: their constant arguments fold away. */
 static LM_HOT_INLINE ssize_t do_send(struct lm_rdm_ctx *ctx, const struct iovec *iov,
                                      size_t count, fi_addr_t dest, uint64_t tag,
@@ -196,6 +200,9 @@ static LM_HOT_INLINE ssize_t do_send(struct lm_rdm_ctx *ctx, const struct iovec 
 	ssize_t ret = 0;
 	struct lm_rdm_hdr h = {.version = LM_RDM_WIRE_VERSION, .op = LM_OP_EAGER};
 
+	if (__builtin_expect(flags & FI_TRIGGER, 0))
+		return trig_send(ctx, iov, count, dest, tag, data, flags, context, tagged,
+		                 inject_call);
 	ret = lm_rdm_op_enter(ctx, iov, count, flags, &len);
 	if (ret)
 		return ret;
@@ -398,3 +405,47 @@ const struct fi_ops_tagged lm_rdm_tx_tagged_ops = {
     .senddata = rdm_tsenddata,
     .injectdata = rdm_tinjectdata,
 };
+
+/* ---- triggered sends (trigger.c) ---------------------------------------------- */
+
+/* A send held until its trigger's counter is there: its buffers, or an
+ * inject's bytes. */
+static ssize_t trig_send(struct lm_rdm_ctx *ctx, const struct iovec *iov, size_t count,
+                         fi_addr_t dest, uint64_t tag, uint64_t data, uint64_t flags,
+                         void *context, bool tagged, bool inject_call)
+{
+	bool copy = inject_call || (flags & FI_INJECT);
+	struct lm_rdm_trig *tr;
+	size_t len;
+
+	if (!lm_iov_valid(iov, count, &len))
+		return -FI_EINVAL;
+	if (copy && len > ctx->ep->inject_size)
+		return -FI_EMSGSIZE;
+	tr = lm_rdm_trig_new(ctx, copy ? len : 0, lm_rdm_trig_send);
+	if (!tr)
+		return -FI_ENOMEM;
+	if (copy) {
+		lm_copy_from_iov(tr->copy, iov, count, 0, len);
+		tr->u.msg.iov[0] = (struct iovec){tr->copy, len};
+		tr->u.msg.count = 1;
+	} else {
+		if (count)
+			memcpy(tr->u.msg.iov, iov, count * sizeof(*iov));
+		tr->u.msg.count = count;
+	}
+	tr->u.msg.addr = dest;
+	tr->u.msg.tag = tag;
+	tr->u.msg.data = data;
+	tr->u.msg.flags = flags & ~FI_TRIGGER;
+	tr->u.msg.tagged = tagged;
+	tr->u.msg.inject_call = inject_call;
+	return lm_rdm_trig_hold(tr, context);
+}
+
+ssize_t lm_rdm_trig_send(struct lm_rdm_trig *tr)
+{
+	return do_send(&tr->ctx, tr->u.msg.iov, tr->u.msg.count, tr->u.msg.addr,
+	               tr->u.msg.tag, tr->u.msg.data, tr->u.msg.flags, tr->context,
+	               tr->u.msg.tagged, tr->u.msg.inject_call);
+}

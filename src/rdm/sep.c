@@ -258,6 +258,7 @@ static int txc_close(struct fid *fid)
 	bool busy = false;
 
 	lm_lock_acquire(ep->lock);
+	busy = atomic_load(&ep->held); /* operations held on counters */
 	for (size_t i = 0; i < ep->tx_count && !busy; i++)
 		busy = ep->tx[i] && ep->tx[i]->state != LM_TX_FREE &&
 		       ep->tx[i]->rep == &t->rep;

@@ -1,6 +1,7 @@
 /* cntr.c - counters: a success and an error count, updated lock-free by
  * providers and applications, with fi_cntr_wait sleeping on the counter's
  * wait object until a threshold is reached. */
+#include <sched.h>
 #include <stdlib.h>
 
 #include "util.h"
@@ -55,6 +56,50 @@ void lm_cntr_del_progress(struct lm_cntr *cntr, struct lm_progress *p)
 		lm_wait_del_fd(cntr->wait, p->fd);
 }
 
+/* ---- triggered operations ---------------------------------------------------- */
+
+void lm_cntr_trigger(struct lm_cntr *cntr, struct lm_trigger *t)
+{
+	lm_lock_acquire(&cntr->tlock);
+	if (atomic_load(&cntr->value) < t->threshold) {
+		lm_list_push_back(&cntr->triggers, &t->node);
+		atomic_fetch_add(&cntr->ntrig, 1);
+		atomic_fetch_add(&cntr->domain->ntrig, 1);
+		lm_lock_release(&cntr->tlock);
+		return;
+	}
+	lm_lock_release(&cntr->tlock);
+	t->fire(t);
+}
+
+void lm_cntr_triggers_run(struct lm_cntr *cntr)
+{
+	struct lm_list due, *it, *next;
+	uint64_t v;
+
+	if (!atomic_load_explicit(&cntr->ntrig, memory_order_relaxed))
+		return;
+	lm_list_init(&due);
+	lm_lock_acquire(&cntr->tlock);
+	v = atomic_load(&cntr->value);
+	for (it = cntr->triggers.next; it != &cntr->triggers; it = next) {
+		struct lm_trigger *t = lm_container_of(it, struct lm_trigger, node);
+
+		next = it->next;
+		if (v < t->threshold)
+			continue;
+		lm_list_remove(it);
+		lm_list_push_back(&due, it);
+		atomic_fetch_sub(&cntr->ntrig, 1);
+		atomic_fetch_sub(&cntr->domain->ntrig, 1);
+	}
+	lm_lock_release(&cntr->tlock);
+	/* In the order they were held (man fi_trigger leaves it open). */
+	while ((it = lm_list_pop_front(&due)))
+		lm_container_of(it, struct lm_trigger, node)->fire(
+		    lm_container_of(it, struct lm_trigger, node));
+}
+
 /* ---- application calls ---------------------------------------------------- */
 
 static inline struct lm_cntr *to_cntr(struct fid_cntr *fid)
@@ -67,6 +112,7 @@ static uint64_t cntr_read(struct fid_cntr *fid)
 	struct lm_cntr *c = to_cntr(fid);
 
 	lm_progress_run_all(&c->progress, &c->plock);
+	lm_cntr_triggers_run(c);
 	return atomic_load(&c->value);
 }
 
@@ -88,6 +134,7 @@ static int cntr_add(struct fid_cntr *fid, uint64_t value)
 	atomic_store(&c->poll_value, atomic_fetch_add(&c->value, value) + value);
 	atomic_store(&c->poll_err, atomic_load(&c->err));
 	cntr_wake(c);
+	lm_cntr_triggers_run(c);
 	return 0;
 }
 
@@ -99,6 +146,7 @@ static int cntr_set(struct fid_cntr *fid, uint64_t value)
 	atomic_store(&c->poll_value, value);
 	atomic_store(&c->poll_err, atomic_load(&c->err));
 	cntr_wake(c);
+	lm_cntr_triggers_run(c);
 	return 0;
 }
 
@@ -123,6 +171,25 @@ static int cntr_seterr(struct fid_cntr *fid, uint64_t value)
 	return 0;
 }
 
+/* fi_cntr_wait without a wait object: progress and look, yielding the
+ * CPU between looks. */
+static int cntr_spin(struct lm_cntr *c, uint64_t threshold, int timeout)
+{
+	uint64_t start = lm_now_ms(), err0 = atomic_load(&c->err);
+
+	for (;;) {
+		lm_progress_run_all(&c->progress, &c->plock);
+		lm_cntr_triggers_run(c);
+		if (atomic_load(&c->value) >= threshold)
+			return 0;
+		if (atomic_load(&c->err) != err0)
+			return -FI_EAVAIL;
+		if (!lm_timeout_left(timeout, start))
+			return -FI_ETIMEDOUT;
+		sched_yield();
+	}
+}
+
 /* 0 once value >= threshold; -FI_EAVAIL as soon as the error count moves
  * (man fi_cntr: any change of it unblocks waiters); -FI_ETIMEDOUT. */
 static int cntr_wait(struct fid_cntr *fid, uint64_t threshold, int timeout)
@@ -131,8 +198,10 @@ static int cntr_wait(struct fid_cntr *fid, uint64_t threshold, int timeout)
 	uint64_t start = lm_now_ms(), err0;
 	int ret, left;
 
+	/* No wait object: the caller's thread polls (as libfabric 1.17's
+	 * sockets did; its util providers answer -FI_ENOSYS). */
 	if (!c->wait)
-		return -FI_ENOSYS;
+		return cntr_spin(c, threshold, timeout);
 	atomic_fetch_add(&c->sleepers, 1);
 	err0 = atomic_load(&c->err);
 	for (;;) {
@@ -197,7 +266,8 @@ static int cntr_close(struct fid *fid)
 {
 	struct lm_cntr *c = lm_container_of(fid, struct lm_cntr, cntr_fid.fid);
 
-	if (atomic_load(&c->ref))
+	/* Operations still held on it would never be issued. */
+	if (atomic_load(&c->ref) || atomic_load(&c->ntrig))
 		return -FI_EBUSY;
 	if (c->wait) {
 		if (c->wait_obj == FI_WAIT_SET)
@@ -206,6 +276,7 @@ static int cntr_close(struct fid *fid)
 	}
 	lm_lock_fini(&c->lock);
 	lm_lock_fini(&c->plock);
+	lm_lock_fini(&c->tlock);
 	atomic_fetch_sub(&c->domain->ref, 1);
 	free(c);
 	return 0;
@@ -291,6 +362,10 @@ int lm_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
 	lm_list_init(&c->progress);
 	lm_lock_init(&c->lock, dom->shared);
 	lm_lock_init(&c->plock, dom->shared);
+	/* Held operations are added and fired from any thread. */
+	lm_lock_init(&c->tlock, true);
+	lm_list_init(&c->triggers);
+	atomic_init(&c->ntrig, 0);
 
 	c->cntr_fid.fid.fclass = FI_CLASS_CNTR;
 	c->cntr_fid.fid.context = context;

@@ -190,7 +190,28 @@ struct lm_cntr {
 
 	struct lm_lock lock;
 	atomic_int ref; /* endpoints / MRs bound and poll sets */
+
+	/* Operations held until the value reaches their thresholds
+	 * (FI_TRIGGER): struct lm_trigger, under tlock. */
+	struct lm_list triggers;
+	struct lm_lock tlock;
+	atomic_int ntrig;
 };
+
+/* A held operation (FI_TRIGGER with FI_TRIGGER_THRESHOLD, man fi_trigger):
+ * fire issues it once its counter reaches threshold (and frees it, or
+ * holds it again with lm_cntr_trigger to retry later). */
+struct lm_trigger {
+	struct lm_list node;
+	uint64_t threshold;
+	void (*fire)(struct lm_trigger *t);
+};
+/* Hold t on cntr, or fire it at once when cntr has reached its threshold.
+ * Never under a provider's lock: firing issues the operation. */
+void lm_cntr_trigger(struct lm_cntr *cntr, struct lm_trigger *t);
+/* Fire those of cntr's held operations whose threshold it reached (a load
+ * when none is held).  Never under a provider's lock. */
+void lm_cntr_triggers_run(struct lm_cntr *cntr);
 
 int lm_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
                  struct fid_cntr **cntr, void *context);

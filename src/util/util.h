@@ -173,6 +173,7 @@ struct lm_domain {
 	struct lm_eq *eq;	  /* bound with fi_domain_bind */
 	uint64_t eq_flags;
 	atomic_int ref; /* endpoints, CQs, counters, AVs, MRs, poll sets */
+	atomic_int ntrig; /* operations held on its counters (FI_TRIGGER) */
 	struct lm_lock lock;
 };
 

@@ -89,7 +89,13 @@ static void test_values(void)
 	CHECK_INT(fi_cntr_set(c, UINT64_MAX), 0);
 	CHECK_HEX(fi_cntr_read(c), UINT64_MAX);
 
-	CHECK_INT(fi_cntr_wait(c, 1, 10), -FI_ENOSYS); /* FI_WAIT_NONE */
+	/* FI_WAIT_NONE: the caller polls. */
+	CHECK_INT(fi_cntr_wait(c, UINT64_MAX, 10), 0);
+	CHECK_INT(fi_cntr_set(c, 0), 0);
+	CHECK_INT(fi_cntr_wait(c, 1, 10), -FI_ETIMEDOUT);
+	CHECK_INT(fi_cntr_add(c, 1), 0);
+	CHECK_INT(fi_cntr_wait(c, 1, 10), 0);
+	CHECK_INT(fi_cntr_set(c, UINT64_MAX), 0);
 	CHECK_INT(fi_control(&c->fid, FI_GETWAIT, &fd), -FI_ENODATA);
 	CHECK_INT(fi_control(&c->fid, FI_GETWAITOBJ, &wo), 0);
 	CHECK_INT(wo, FI_WAIT_NONE);

@@ -18,7 +18,7 @@
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV | FI_READ |         \
 	 FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_SOURCE | FI_DIRECTED_RECV |    \
 	 FI_MULTI_RECV | FI_NAMED_RX_CTX | FI_LOCAL_COMM | FI_REMOTE_COMM | FI_RMA_EVENT | FI_FENCE |      \
-	 FI_SHARED_AV | LM_CAPS_V2)
+	 FI_SHARED_AV | FI_TRIGGER | LM_CAPS_V2)
 /* A context holds only the caps of its direction; FI_LOCAL_COMM and
  * FI_REMOTE_COMM are the endpoint's and the domain's (man fi_endpoint). */
 #define TCP_TX_CAPS    (TCP_CAPS & LM_TX_CAPS)
