@@ -65,6 +65,9 @@ int lm_rdm_domain_init(struct lm_rdm_domain *dom, struct lm_fabric *fab,
 		lm_lock_init(&dom->util.lock, true);
 	}
 	lm_rdm_auto_init(&dom->autop);
+	pthread_mutex_init(&dom->work_lock, NULL);
+	lm_list_init(&dom->work);
+	dom->util.work_control = lm_rdm_work_control;
 	lm_lock_init(&dom->ctx_lock, dom->util.shared);
 	return 0;
 }

@@ -312,6 +312,9 @@ struct lm_rdm_domain {
 	/* data_progress FI_PROGRESS_AUTO: a thread progresses its endpoints. */
 	bool auto_progress;
 	struct lm_rdm_auto autop;
+	/* Deferred work queued and not yet fired (struct lm_rdm_work). */
+	pthread_mutex_t work_lock;
+	struct lm_list work;
 };
 
 /* Fill dom (zeroed by the caller) for info; ops: lm_rdm_domain_ops if NULL. */
@@ -861,8 +864,18 @@ int lm_rdm_scalable_lanes(struct lm_rdm_ep *head, size_t n);
  * is captured as one of these (its buffers' addresses; an inject's bytes
  * copied) and issued by issue, with FI_TRIGGER cleared, once the counter
  * of its fi_triggered_context reaches the threshold. */
+/* A request queued with FI_QUEUE_WORK, in its domain's list until it
+ * fires or is cancelled. */
+struct lm_rdm_work {
+	struct lm_list node;
+	struct fi_deferred_work *work;
+	struct lm_cntr *cntr; /* the triggering counter */
+	struct lm_trigger *t; /* held there */
+};
+
 struct lm_rdm_trig {
 	struct lm_trigger t;
+	struct lm_rdm_work w; /* deferred work: w.work set */
 	struct lm_cntr *cntr;
 	struct lm_rdm_ctx ctx;   /* a copy: an alias may close meanwhile */
 	struct lm_rdm_ep *owner; /* its reference keeps the endpoint open */
@@ -903,6 +916,8 @@ struct lm_rdm_trig *lm_rdm_trig_new(struct lm_rdm_ctx *ctx, size_t copy,
  * FI_TRIGGER_THRESHOLD), or issue it now if that counter is there already;
  * 0, or the error (tr freed). */
 ssize_t lm_rdm_trig_hold(struct lm_rdm_trig *tr, void *context);
+/* fi_control(domain, FI_QUEUE_WORK / FI_CANCEL_WORK / FI_FLUSH_WORK). */
+int lm_rdm_work_control(struct lm_domain *dom, int command, void *arg);
 /* Fire what ep's counters released (after progress, outside ep->lock). */
 void lm_rdm_triggers_run(struct lm_rdm_ep *ep);
 /* The issue functions of each kind (send.c, recv.c, rma.c, atomic.c). */

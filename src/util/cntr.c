@@ -72,6 +72,28 @@ void lm_cntr_trigger(struct lm_cntr *cntr, struct lm_trigger *t)
 	t->fire(t);
 }
 
+bool lm_cntr_untrigger(struct lm_cntr *cntr, struct lm_trigger *t)
+{
+	bool found = false;
+	struct lm_list *it;
+
+	lm_lock_acquire(&cntr->tlock);
+	lm_list_foreach(&cntr->triggers, it)
+	{
+		if (it == &t->node) {
+			found = true;
+			break;
+		}
+	}
+	if (found) {
+		lm_list_remove(&t->node);
+		atomic_fetch_sub(&cntr->ntrig, 1);
+		atomic_fetch_sub(&cntr->domain->ntrig, 1);
+	}
+	lm_lock_release(&cntr->tlock);
+	return found;
+}
+
 void lm_cntr_triggers_run(struct lm_cntr *cntr)
 {
 	struct lm_list due, *it, *next;

@@ -212,6 +212,8 @@ void lm_cntr_trigger(struct lm_cntr *cntr, struct lm_trigger *t);
 /* Fire those of cntr's held operations whose threshold it reached (a load
  * when none is held).  Never under a provider's lock. */
 void lm_cntr_triggers_run(struct lm_cntr *cntr);
+/* Take t off cntr if it is still held there: true, and t is the caller's. */
+bool lm_cntr_untrigger(struct lm_cntr *cntr, struct lm_trigger *t);
 
 int lm_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
                  struct fid_cntr **cntr, void *context);

@@ -485,6 +485,14 @@ int lm_mr_domain_control(struct fid *domain_fid, int command, void *arg)
 		return 0;
 	case FI_UNMAP_KEY:
 		return arg ? 0 : -FI_EINVAL;
+	case FI_QUEUE_WORK:
+	case FI_CANCEL_WORK:
+	case FI_FLUSH_WORK: {
+		struct lm_domain *dom =
+		    lm_container_of(domain_fid, struct lm_domain, domain_fid.fid);
+
+		return dom->work_control ? dom->work_control(dom, command, arg) : -FI_ENOSYS;
+	}
 	default:
 		return -FI_ENOSYS;
 	}

@@ -175,6 +175,9 @@ struct lm_domain {
 	atomic_int ref; /* endpoints, CQs, counters, AVs, MRs, poll sets */
 	atomic_int ntrig; /* operations held on its counters (FI_TRIGGER) */
 	struct lm_lock lock;
+	/* fi_control's FI_QUEUE_WORK, FI_CANCEL_WORK, FI_FLUSH_WORK, when the
+	 * provider takes deferred work (NULL: -FI_ENOSYS). */
+	int (*work_control)(struct lm_domain *dom, int command, void *arg);
 };
 
 /* info is copied.  ops: lm_domain_ops if NULL. */

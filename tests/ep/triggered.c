@@ -6,7 +6,8 @@
  * checks the reply and the written bytes.  Held operations keep their
  * endpoint and counter open (-FI_EBUSY), one whose threshold is already
  * reached is issued at once, and a counter of another domain or a
- * trigger of another kind is refused. */
+ * trigger of another kind is refused.  Deferred work (FI_QUEUE_WORK):
+ * queued, released, cancelled and flushed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,6 +139,62 @@ static void misuse(struct ctx *c, fi_addr_t self)
 	CHECK_INT(fi_cntr_set(c->scntr, 0), 0);
 }
 
+/* Deferred work (fi_control(domain, FI_QUEUE_WORK)), on rank 0's own
+ * endpoint: a send to itself and a counter set, released by one counter;
+ * the send reports to completion_cntr and not to the CQ (no
+ * FI_COMPLETION); a cancelled request never runs, a fired one cannot be
+ * cancelled, a flush empties the queue. */
+static void deferred(struct ctx *c, fi_addr_t self)
+{
+	struct fi_cntr_attr ca = {.events = FI_CNTR_EVENTS_COMP};
+	struct fid_cntr *go = NULL, *done = NULL, *target = NULL;
+	char b[16] = "deferred", in[16] = {0};
+	struct iovec iov = {b, sizeof(b)};
+	struct fi_op_msg send = {.ep = c->ep,
+	                         .msg = {.msg_iov = &iov, .iov_count = 1, .addr = self}};
+	struct fi_op_cntr set = {.value = 7}, never = {.value = 99};
+	struct fi_deferred_work ws = {.threshold = 1, .op_type = FI_OP_SEND},
+	                        wc = {.threshold = 1, .op_type = FI_OP_CNTR_SET},
+	                        wx = {.threshold = 5, .op_type = FI_OP_CNTR_SET},
+	                        wy = {.threshold = 6, .op_type = FI_OP_CNTR_ADD};
+	struct fi_cq_tagged_entry e;
+
+	CHECK_INT(fi_cntr_open(c->domain, &ca, &go, NULL), 0);
+	CHECK_INT(fi_cntr_open(c->domain, &ca, &done, NULL), 0);
+	CHECK_INT(fi_cntr_open(c->domain, &ca, &target, NULL), 0);
+	if (!go || !done || !target)
+		return;
+	set.cntr = never.cntr = target;
+	ws.triggering_cntr = wc.triggering_cntr = wx.triggering_cntr = wy.triggering_cntr = go;
+	ws.completion_cntr = done;
+	ws.op.msg = &send;
+	wc.op.cntr = &set;
+	wx.op.cntr = &never;
+	wy.op.cntr = &never;
+	CHECK_INT(fi_recv(c->ep, in, sizeof(in), NULL, FI_ADDR_UNSPEC, in), 0);
+	CHECK_INT(fi_control(&c->domain->fid, FI_QUEUE_WORK, &ws), 0);
+	CHECK_INT(fi_control(&c->domain->fid, FI_QUEUE_WORK, &wc), 0);
+	CHECK_INT(fi_control(&c->domain->fid, FI_QUEUE_WORK, &wx), 0);
+	CHECK_INT(fi_control(&c->domain->fid, FI_QUEUE_WORK, &wy), 0);
+	CHECK_INT(fi_control(&c->domain->fid, FI_CANCEL_WORK, &wx), 0);
+	CHECK_INT(fi_cntr_read(target), 0);
+	CHECK_INT(fi_close(&go->fid), -FI_EBUSY); /* work waits on it */
+	CHECK_INT(fi_cntr_add(go, 1), 0);
+	CHECK_INT(fi_cntr_read(target), 7);
+	CHECK_INT(et_read(c->cq, &e, NULL, NULL, NULL, TMO), 1);
+	CHECK(e.flags & FI_RECV);
+	CHECK_STR(in, "deferred");
+	CHECK_INT(fi_cntr_wait(done, 1, TMO), 0);
+	CHECK_INT(fi_cq_read(c->cq, &e, 1), -FI_EAGAIN); /* the send: no entry */
+	CHECK_INT(fi_control(&c->domain->fid, FI_CANCEL_WORK, &ws), -FI_ENOENT);
+	CHECK_INT(fi_control(&c->domain->fid, FI_FLUSH_WORK, NULL), 0);
+	CHECK_INT(fi_cntr_add(go, 10), 0);
+	CHECK_INT(fi_cntr_read(target), 7); /* wx cancelled, wy flushed */
+	CHECK_INT(fi_close(&go->fid), 0);
+	CHECK_INT(fi_close(&done->fid), 0);
+	CHECK_INT(fi_close(&target->fid), 0);
+}
+
 static int body(int rank, int nprocs, void *arg)
 {
 	struct ctx c = {0};
@@ -166,6 +223,7 @@ static int body(int rank, int nprocs, void *arg)
 		struct fi_cq_tagged_entry e;
 
 		misuse(&c, self);
+		deferred(&c, self);
 		OKR(fi_recv(c.ep, inbox, sizeof(inbox), NULL, FI_ADDR_UNSPEC, inbox));
 		CHECK_INT(et_barrier(), 0); /* rank 1's chain is set */
 		OKR(fi_send(c.ep, hello, strlen(hello) + 1, NULL, peer, (void *)hello));
