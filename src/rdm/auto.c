@@ -58,6 +58,29 @@ static void *auto_run(void *arg)
 	return NULL;
 }
 
+void lm_rdm_progress_param(struct fi_provider *prov)
+{
+	fi_param_define(prov, "data_progress", FI_PARAM_STRING,
+	                "Data progress of the RDM endpoints of a program whose hints "
+	                "leave it to the provider: manual (progress runs in the "
+	                "application's calls) or auto (a thread per domain; "
+	                "default: manual)");
+}
+
+void lm_rdm_progress_default(struct fi_provider *prov, const struct fi_info *hints,
+                             struct fi_info *list)
+{
+	char *v = NULL;
+
+	if (hints && hints->domain_attr && hints->domain_attr->data_progress)
+		return;
+	if (fi_param_get_str(prov, "data_progress", &v) || !v || strcmp(v, "auto"))
+		return;
+	for (; list; list = list->next)
+		if (list->ep_attr && list->ep_attr->type == FI_EP_RDM)
+			list->domain_attr->data_progress = FI_PROGRESS_AUTO;
+}
+
 void lm_rdm_auto_init(struct lm_rdm_auto *a)
 {
 	memset(a, 0, sizeof(*a));

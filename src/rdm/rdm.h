@@ -929,6 +929,12 @@ ssize_t lm_rdm_trig_atomic(struct lm_rdm_trig *tr);
  * no-op unless the domain has it), and out of it before it closes.
  * Neither under ep->lock. */
 void lm_rdm_auto_init(struct lm_rdm_auto *a);
+/* The provider's data_progress parameter (FI_<PROV>_DATA_PROGRESS), and
+ * its answer for hints that leave the progress model open: automatic for
+ * the RDM infos of list when it says auto. */
+void lm_rdm_progress_param(struct fi_provider *prov);
+void lm_rdm_progress_default(struct fi_provider *prov, const struct fi_info *hints,
+                             struct fi_info *list);
 int lm_rdm_auto_add(struct lm_rdm_ep *ep);
 void lm_rdm_auto_del(struct lm_rdm_ep *ep);
 /* sep.c: fi_scalable_ep, and a scalable endpoint's contexts. */

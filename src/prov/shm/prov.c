@@ -134,6 +134,7 @@ static int shm_getinfo(uint32_t version, const char *node, const char *service,
 	ret = lm_info_match_list(version, shm_tmpls, hints, &list);
 	if (ret)
 		return ret;
+	lm_rdm_progress_default(&shm_prov, hints, list);
 	for (cur = list; cur && !ret; cur = cur->next) {
 		if (src)
 			ret = set_addr(&cur->src_addr, &cur->src_addrlen, src);
@@ -212,5 +213,6 @@ struct fi_provider *shm_prov_init(void)
 	                "buffers when cross-memory attach works; larger ones are "
 	                "copied once by process_vm_readv (default: %d)",
 	                SHM_EAGER_DEF);
+	lm_rdm_progress_param(&shm_prov);
 	return &shm_prov;
 }

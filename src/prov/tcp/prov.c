@@ -545,6 +545,7 @@ static int iface_infos(uint32_t version, const struct fi_info *hints,
 	msg.domain_attr = &mdom;
 	if (lm_info_match_list(version, tmpls, hints, &list))
 		return 0;
+	lm_rdm_progress_default(&tcp_prov, hints, list);
 	for (cur = list; cur; cur = cur->next) {
 		cur->addr_format = ifmt;
 		ret = set_addr(&cur->src_addr, &cur->src_addrlen, &mine, q->str);
@@ -692,6 +693,7 @@ struct fi_provider tcp_prov = {
 struct fi_provider *tcp_prov_init(void)
 {
 	tcp_log_prov = &tcp_prov;
+	lm_rdm_progress_param(&tcp_prov);
 	fi_param_define(&tcp_prov, "iface", FI_PARAM_STRING,
 	                "Only this network interface (default: every interface that "
 	                "is up, loopback last)");
