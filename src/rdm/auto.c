@@ -63,8 +63,8 @@ void lm_rdm_progress_param(struct fi_provider *prov)
 	fi_param_define(prov, "data_progress", FI_PARAM_STRING,
 	                "Data progress of the RDM endpoints of a program whose hints "
 	                "leave it to the provider: manual (progress runs in the "
-	                "application's calls) or auto (a thread per domain; "
-	                "default: manual)");
+	                "application's calls) or auto, a thread per domain "
+	                "(default: manual)");
 }
 
 void lm_rdm_progress_default(struct fi_provider *prov, const struct fi_info *hints,
