@@ -1312,8 +1312,15 @@ static bool tcp_link_delivered(struct lm_link *link, struct lm_link_peer *p, uin
 	struct tcp_conn *c = p->conn;
 	uint64_t now;
 
-	if (mark <= p->acked)
+	if (mark <= p->acked) {
+		/* The wait is over: the next send's starts afresh.  A
+		 * stale start (the RCVD frame of a reply delivered the
+		 * last send, never a look) made a quarter of a ping-pong's
+		 * sends ask for an ACK_NOW they did not need, and the peer
+		 * pay a frame and a TCP_QUICKACK for each. */
+		p->wait_us = 0;
 		return true;
+	}
 	/* Not on this connection (an earlier one's, unacknowledged when it
 	 * ended, is lost): the liveness check decides. */
 	if (!c || c->closed || c->wr_broken || mark <= p->base || mark > p->taken)
