@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# deps.sh build|test - install what building (or testing) loom needs on a
-# Debian 12 machine.  Needs root for apt-get; does nothing for packages
+# deps.sh build|test|bench - install what building (or testing, or
+# measuring) loom needs on a Debian 12 machine.  Needs root for apt-get; does nothing for packages
 # already installed.
 set -euo pipefail
 
@@ -14,8 +14,15 @@ build_pkgs=(gcc meson ninja-build pkg-config valgrind)
 test_pkgs=(clang libclang-rt-14-dev python3 libfabric-dev libfabric-bin binutils
 	iproute2 openmpi-bin libopenmpi-dev autoconf automake libtool make)
 
+# The benchmarks also run UCX's ucx_perftest beside loom (its shared-memory
+# transport, the mark for shm's small messages) and plot with gnuplot.
+bench_pkgs=(ucx-utils gnuplot-nox)
+
 want=("${build_pkgs[@]}")
-[ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")
+case ${1:-build} in
+test) want+=("${test_pkgs[@]}") ;;
+bench) want+=("${test_pkgs[@]}" "${bench_pkgs[@]}") ;;
+esac
 
 missing=()
 for p in "${want[@]}"; do
