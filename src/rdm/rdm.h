@@ -881,18 +881,17 @@ struct lm_rdm_trig {
 	struct lm_rdm_ep *owner; /* its reference keeps the endpoint open */
 	ssize_t (*issue)(struct lm_rdm_trig *tr);
 	void *context; /* the fi_triggered_context: the completion's op_context */
+	/* A message's or RMA's local buffers (lm_rdm_trig_new_iov). */
+	struct iovec iov[LM_IOV_LIMIT];
+	size_t count;
 	union {
 		struct {
-			struct iovec iov[LM_IOV_LIMIT];
 			void *desc[LM_IOV_LIMIT];
-			size_t count;
 			fi_addr_t addr;
 			uint64_t tag, ignore, data, flags;
 			bool tagged, inject_call;
 		} msg;
 		struct {
-			struct iovec iov[LM_IOV_LIMIT];
-			size_t count;
 			fi_addr_t addr;
 			uint64_t raddr, key, data, flags;
 			bool write, inject_call;
@@ -912,6 +911,13 @@ struct lm_rdm_trig {
  * the caller fills u.  NULL without memory. */
 struct lm_rdm_trig *lm_rdm_trig_new(struct lm_rdm_ctx *ctx, size_t copy,
                                     ssize_t (*issue)(struct lm_rdm_trig *tr));
+/* lm_rdm_trig_new for an operation on iov[count], which it keeps in
+ * (*out)->iov: the bytes themselves when copy (an inject's, at most the
+ * endpoint's inject_size), else the iovecs.  0, or -FI_EINVAL (a bad
+ * iov), -FI_EMSGSIZE or -FI_ENOMEM with *out untouched. */
+int lm_rdm_trig_new_iov(struct lm_rdm_ctx *ctx, const struct iovec *iov, size_t count,
+                        bool copy, ssize_t (*issue)(struct lm_rdm_trig *tr),
+                        struct lm_rdm_trig **out);
 /* Hold tr on the counter of context (a struct fi_triggered_context of
  * FI_TRIGGER_THRESHOLD), or issue it now if that counter is there already;
  * 0, or the error (tr freed). */

@@ -815,18 +815,13 @@ static ssize_t trig_recv(struct lm_rdm_ep *ep, const struct iovec *iov, void **d
                          uint64_t flags, void *context, bool tagged)
 {
 	struct lm_rdm_trig *tr;
-	size_t len;
+	ssize_t ret;
 
-	if (!lm_iov_valid(iov, count, &len))
-		return -FI_EINVAL;
-	tr = lm_rdm_trig_new(&ep->ctx, 0, lm_rdm_trig_recv);
-	if (!tr)
-		return -FI_ENOMEM;
-	if (count)
-		memcpy(tr->u.msg.iov, iov, count * sizeof(*iov));
+	ret = lm_rdm_trig_new_iov(&ep->ctx, iov, count, false, lm_rdm_trig_recv, &tr);
+	if (ret)
+		return ret;
 	if (count && desc)
 		memcpy(tr->u.msg.desc, desc, count * sizeof(*desc));
-	tr->u.msg.count = count;
 	tr->u.msg.addr = src;
 	tr->u.msg.tag = tag;
 	tr->u.msg.ignore = ignore;
@@ -837,7 +832,7 @@ static ssize_t trig_recv(struct lm_rdm_ep *ep, const struct iovec *iov, void **d
 
 ssize_t lm_rdm_trig_recv(struct lm_rdm_trig *tr)
 {
-	return post_recv(tr->ctx.ep, tr->u.msg.iov, tr->u.msg.desc, tr->u.msg.count,
+	return post_recv(tr->ctx.ep, tr->iov, tr->u.msg.desc, tr->count,
 	                 tr->u.msg.addr, tr->u.msg.tag, tr->u.msg.ignore, tr->u.msg.flags,
 	                 tr->context, tr->u.msg.tagged);
 }

@@ -237,26 +237,13 @@ static ssize_t trig_rma(struct lm_rdm_ctx *ctx, bool write, const struct iovec *
                         size_t count, fi_addr_t addr, uint64_t raddr, uint64_t key,
                         uint64_t data, uint64_t flags, void *context, bool inject_call)
 {
-	bool copy = write && (inject_call || (flags & FI_INJECT));
 	struct lm_rdm_trig *tr;
-	size_t len;
+	ssize_t ret;
 
-	if (!lm_iov_valid(iov, count, &len))
-		return -FI_EINVAL;
-	if (copy && len > ctx->ep->inject_size)
-		return -FI_EMSGSIZE;
-	tr = lm_rdm_trig_new(ctx, copy ? len : 0, lm_rdm_trig_rma);
-	if (!tr)
-		return -FI_ENOMEM;
-	if (copy) {
-		lm_copy_from_iov(tr->copy, iov, count, 0, len);
-		tr->u.rma.iov[0] = (struct iovec){tr->copy, len};
-		tr->u.rma.count = 1;
-	} else {
-		if (count)
-			memcpy(tr->u.rma.iov, iov, count * sizeof(*iov));
-		tr->u.rma.count = count;
-	}
+	ret = lm_rdm_trig_new_iov(ctx, iov, count, write && (inject_call || (flags & FI_INJECT)),
+	                          lm_rdm_trig_rma, &tr);
+	if (ret)
+		return ret;
 	tr->u.rma.write = write;
 	tr->u.rma.addr = addr;
 	tr->u.rma.raddr = raddr;
@@ -436,7 +423,7 @@ const struct fi_ops_rma lm_rdm_rma_ops = {
 
 ssize_t lm_rdm_trig_rma(struct lm_rdm_trig *tr)
 {
-	return rma_post(&tr->ctx, tr->u.rma.write, tr->u.rma.iov, tr->u.rma.count,
+	return rma_post(&tr->ctx, tr->u.rma.write, tr->iov, tr->count,
 	                tr->u.rma.addr, tr->u.rma.raddr, tr->u.rma.key, tr->u.rma.data,
 	                tr->u.rma.flags, tr->context, tr->u.rma.inject_call);
 }

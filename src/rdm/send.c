@@ -414,26 +414,13 @@ static ssize_t trig_send(struct lm_rdm_ctx *ctx, const struct iovec *iov, size_t
                          fi_addr_t dest, uint64_t tag, uint64_t data, uint64_t flags,
                          void *context, bool tagged, bool inject_call)
 {
-	bool copy = inject_call || (flags & FI_INJECT);
 	struct lm_rdm_trig *tr;
-	size_t len;
+	ssize_t ret;
 
-	if (!lm_iov_valid(iov, count, &len))
-		return -FI_EINVAL;
-	if (copy && len > ctx->ep->inject_size)
-		return -FI_EMSGSIZE;
-	tr = lm_rdm_trig_new(ctx, copy ? len : 0, lm_rdm_trig_send);
-	if (!tr)
-		return -FI_ENOMEM;
-	if (copy) {
-		lm_copy_from_iov(tr->copy, iov, count, 0, len);
-		tr->u.msg.iov[0] = (struct iovec){tr->copy, len};
-		tr->u.msg.count = 1;
-	} else {
-		if (count)
-			memcpy(tr->u.msg.iov, iov, count * sizeof(*iov));
-		tr->u.msg.count = count;
-	}
+	ret = lm_rdm_trig_new_iov(ctx, iov, count, inject_call || (flags & FI_INJECT),
+	                          lm_rdm_trig_send, &tr);
+	if (ret)
+		return ret;
 	tr->u.msg.addr = dest;
 	tr->u.msg.tag = tag;
 	tr->u.msg.data = data;
@@ -445,7 +432,7 @@ static ssize_t trig_send(struct lm_rdm_ctx *ctx, const struct iovec *iov, size_t
 
 ssize_t lm_rdm_trig_send(struct lm_rdm_trig *tr)
 {
-	return do_send(&tr->ctx, tr->u.msg.iov, tr->u.msg.count, tr->u.msg.addr,
+	return do_send(&tr->ctx, tr->iov, tr->count, tr->u.msg.addr,
 	               tr->u.msg.tag, tr->u.msg.data, tr->u.msg.flags, tr->context,
 	               tr->u.msg.tagged, tr->u.msg.inject_call);
 }

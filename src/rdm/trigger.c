@@ -71,6 +71,33 @@ struct lm_rdm_trig *lm_rdm_trig_new(struct lm_rdm_ctx *ctx, size_t copy,
 	return tr;
 }
 
+int lm_rdm_trig_new_iov(struct lm_rdm_ctx *ctx, const struct iovec *iov, size_t count,
+                        bool copy, ssize_t (*issue)(struct lm_rdm_trig *tr),
+                        struct lm_rdm_trig **out)
+{
+	struct lm_rdm_trig *tr;
+	size_t len;
+
+	if (!lm_iov_valid(iov, count, &len))
+		return -FI_EINVAL;
+	if (copy && len > ctx->ep->inject_size)
+		return -FI_EMSGSIZE;
+	tr = lm_rdm_trig_new(ctx, copy ? len : 0, issue);
+	if (!tr)
+		return -FI_ENOMEM;
+	if (copy) {
+		lm_copy_from_iov(tr->copy, iov, count, 0, len);
+		tr->iov[0] = (struct iovec){tr->copy, len};
+		tr->count = 1;
+	} else {
+		if (count)
+			memcpy(tr->iov, iov, count * sizeof(*iov));
+		tr->count = count;
+	}
+	*out = tr;
+	return 0;
+}
+
 ssize_t lm_rdm_trig_hold(struct lm_rdm_trig *tr, void *context)
 {
 	struct fi_triggered_context *tc = context;
@@ -164,7 +191,7 @@ static int work_transfer(struct lm_rdm_domain *dom, struct fi_deferred_work *wor
 	struct lm_rdm_trig *tr;
 	const struct fi_msg_atomic *am = NULL;
 	uint64_t flags;
-	int kind = 0;
+	int kind = 0, ret;
 
 	switch (work->op_type) {
 	case FI_OP_SEND:
@@ -197,49 +224,46 @@ static int work_transfer(struct lm_rdm_domain *dom, struct fi_deferred_work *wor
 	if (work->completion_cntr && !cntr_of(dom, work->completion_cntr))
 		return -FI_EINVAL;
 	switch (work->op_type) {
-	case FI_OP_SEND:
-		tr = lm_rdm_trig_new(ctx, 0, lm_rdm_trig_send);
-		if (!tr)
-			return -FI_ENOMEM;
-		if (work->op.msg->msg.iov_count > LM_IOV_LIMIT)
-			goto einval;
-		memcpy(tr->u.msg.iov, work->op.msg->msg.msg_iov,
-		       work->op.msg->msg.iov_count * sizeof(struct iovec));
-		tr->u.msg.count = work->op.msg->msg.iov_count;
-		tr->u.msg.addr = work->op.msg->msg.addr;
-		tr->u.msg.data = work->op.msg->msg.data;
-		tr->context = work->op.msg->msg.context;
+	case FI_OP_SEND: {
+		const struct fi_msg *m = &work->op.msg->msg;
+
+		ret = lm_rdm_trig_new_iov(ctx, m->msg_iov, m->iov_count, false, lm_rdm_trig_send,
+		                          &tr);
+		if (ret)
+			return ret;
+		tr->u.msg.addr = m->addr;
+		tr->u.msg.data = m->data;
+		tr->context = m->context;
 		flags = work->op.msg->flags;
 		tr->u.msg.flags = flags;
 		break;
-	case FI_OP_TSEND:
-		tr = lm_rdm_trig_new(ctx, 0, lm_rdm_trig_send);
-		if (!tr)
-			return -FI_ENOMEM;
-		if (work->op.tagged->msg.iov_count > LM_IOV_LIMIT)
-			goto einval;
-		memcpy(tr->u.msg.iov, work->op.tagged->msg.msg_iov,
-		       work->op.tagged->msg.iov_count * sizeof(struct iovec));
-		tr->u.msg.count = work->op.tagged->msg.iov_count;
-		tr->u.msg.addr = work->op.tagged->msg.addr;
-		tr->u.msg.tag = work->op.tagged->msg.tag;
-		tr->u.msg.data = work->op.tagged->msg.data;
+	}
+	case FI_OP_TSEND: {
+		const struct fi_msg_tagged *m = &work->op.tagged->msg;
+
+		ret = lm_rdm_trig_new_iov(ctx, m->msg_iov, m->iov_count, false, lm_rdm_trig_send,
+		                          &tr);
+		if (ret)
+			return ret;
+		tr->u.msg.addr = m->addr;
+		tr->u.msg.tag = m->tag;
+		tr->u.msg.data = m->data;
 		tr->u.msg.tagged = true;
-		tr->context = work->op.tagged->msg.context;
+		tr->context = m->context;
 		flags = work->op.tagged->flags;
 		tr->u.msg.flags = flags;
 		break;
+	}
 	case FI_OP_READ:
 	case FI_OP_WRITE: {
 		const struct fi_msg_rma *m = &work->op.rma->msg;
 
-		tr = lm_rdm_trig_new(ctx, 0, lm_rdm_trig_rma);
-		if (!tr)
-			return -FI_ENOMEM;
-		if (m->iov_count > LM_IOV_LIMIT || m->rma_iov_count != 1 || !m->rma_iov)
-			goto einval;
-		memcpy(tr->u.rma.iov, m->msg_iov, m->iov_count * sizeof(struct iovec));
-		tr->u.rma.count = m->iov_count;
+		if (m->rma_iov_count != 1 || !m->rma_iov)
+			return -FI_EINVAL;
+		ret = lm_rdm_trig_new_iov(ctx, m->msg_iov, m->iov_count, false, lm_rdm_trig_rma,
+		                          &tr);
+		if (ret)
+			return ret;
 		tr->u.rma.write = work->op_type == FI_OP_WRITE;
 		tr->u.rma.addr = m->addr;
 		tr->u.rma.raddr = m->rma_iov[0].addr;
