@@ -7,11 +7,13 @@
  * (FI_SOURCE).  A process killed while it holds the AV open leaves it
  * usable; a removal by rank 0 is seen by the others; and the AV goes when
  * the last live user closes it.  Misuse (another type, read-only without
- * a name, read-only of an AV that does not exist) is an error. */
+ * a name, read-only of an AV that does not exist, a map_addr that cannot
+ * hold it) is an error, and another user's process never reaches it. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -67,6 +69,92 @@ static int open_av(struct ctx *c, const char *avname, bool create)
 	OKR(fi_av_open(c->domain, &a, &c->av, NULL));
 	CHECK(a.map_addr != NULL);
 	c->map = a.map_addr;
+	return 0;
+}
+
+static int close_all(struct ctx *c);
+
+/* Open avname (open already at c->map) read-only with map_addr want: the man page leaves where a
+ * shared AV lands to the provider, so a want that cannot hold it (inside
+ * a mapping, or off the page offset the array needs) is -FI_EINVAL, and
+ * a free one holds the same fi_addr values as the creator's. */
+static int other_map_addr(struct ctx *c, const char *avname, const fi_addr_t *shared)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	size_t span = 4 << 20;
+	uintptr_t off = (uintptr_t)c->map & (uintptr_t)(page - 1);
+	char *hole = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct fi_av_attr a = {.type = FI_AV_TABLE, .name = avname, .flags = FI_READ};
+	struct fid_av *av = NULL;
+	int local;
+
+	CHECK(hole != MAP_FAILED);
+	if (hole == MAP_FAILED)
+		return 1;
+	a.map_addr = hole + off; /* taken: the hole is still mapped */
+	CHECK_INT(fi_av_open(c->domain, &a, &av, NULL), -FI_EINVAL);
+	a.map_addr = (char *)&local; /* the stack */
+	CHECK_INT(fi_av_open(c->domain, &a, &av, NULL), -FI_EINVAL);
+	munmap(hole, span);
+	a.map_addr = hole + off + sizeof(fi_addr_t); /* free, off its page offset */
+	CHECK_INT(fi_av_open(c->domain, &a, &av, NULL), -FI_EINVAL);
+	a.map_addr = hole + off; /* free, and another than the creator's */
+	CHECK_INT(fi_av_open(c->domain, &a, &av, NULL), 0);
+	if (!av)
+		return 1;
+	CHECK(a.map_addr == hole + off);
+	for (int i = 0; i < NPROC; i++) {
+		char got[ET_SLOT];
+		size_t len = sizeof(got);
+
+		CHECK_INT(((fi_addr_t *)a.map_addr)[i], shared[i]);
+		CHECK_INT(fi_av_lookup(av, shared[i], got, &len), 0);
+	}
+	CHECK_INT(fi_close(&av->fid), 0);
+	return 0;
+}
+
+/* A process of another user that names the same AV reaches its own
+ * user's AV of that name, never ours: read-only there is none, and one
+ * it creates holds none of our addresses.  Needs root to become that
+ * user (setuid); CI runs as root. */
+static int other_user(const char *avname, const fi_addr_t *shared)
+{
+	pid_t pid;
+	int st = 0;
+
+	if (getuid() != 0) {
+		printf("# shared_av: not root, the other user's open is not tried\n");
+		return 0;
+	}
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		struct ctx d = {0};
+		char n[ET_SLOT], got[ET_SLOT];
+		size_t len = sizeof(got);
+		struct fi_av_attr ro = {.type = FI_AV_TABLE, .name = avname, .flags = FI_READ};
+		struct fi_av_attr rw = {.type = FI_AV_TABLE, .name = avname};
+		struct fid_av *av = NULL;
+		int bad = 0;
+
+		if (setgid(65534) || setuid(65534) || getuid() != 65534)
+			_exit(10);
+		if (open_ep(&d, n, sizeof(n)))
+			_exit(11);
+		bad += fi_av_open(d.domain, &ro, &av, NULL) != -FI_ENOENT;
+		bad += fi_av_open(d.domain, &rw, &av, NULL) != 0 || !av;
+		if (av) {
+			bad += fi_av_lookup(av, shared[0], got, &len) != -FI_EINVAL;
+			bad += ((fi_addr_t *)rw.map_addr)[0] != FI_ADDR_NOTAVAIL;
+			fi_close(&av->fid);
+		}
+		close_all(&d);
+		_exit(bad);
+	}
+	CHECK_INT(waitpid(pid, &st, 0), pid);
+	CHECK(WIFEXITED(st));
+	CHECK_INT(WEXITSTATUS(st), 0);
 	return 0;
 }
 
@@ -163,8 +251,12 @@ static int body(int rank, int nprocs, void *arg)
 	}
 	CHECK_INT(et_allgather(fa, sizeof(fa), all + 0), 0);
 	memcpy(shared, all, sizeof(shared)); /* rank 0's */
+	if (rank == 2)
+		other_user(avname, shared);
 	if (rank != 0 && open_av(&c, avname, false))
 		return 1;
+	if (rank == 1) /* a second open of it, elsewhere */
+		other_map_addr(&c, avname, shared);
 	/* The same fi_addr values and addresses everywhere. */
 	CHECK_INT(et_allgather(name, strlen(name) + 1, all), 0);
 	for (int i = 0; i < NPROC; i++) {
