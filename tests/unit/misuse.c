@@ -36,6 +36,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
+#include <rdma/fi_trigger.h>
 
 #include "check.h"
 
@@ -865,6 +866,40 @@ out:
 	if (srx)
 		OK(fi_close(&srx->fid));
 	fi_freeinfo(info);
+}
+
+/* A triggered receive through a shared receive context's own fid: held
+ * receives are an endpoint's (they are issued through it), so the
+ * context refuses them with -FI_EOPNOTSUPP and holds nothing. */
+static void case_srx_triggered(struct fx *f)
+{
+	struct fi_rx_attr ra = *f->info->rx_attr;
+	struct fi_cntr_attr ca = {.events = FI_CNTR_EVENTS_COMP};
+	struct fid_ep *srx = NULL;
+	struct fid_cntr *cntr = NULL;
+	char b[8] = {0};
+	struct iovec iov = {b, sizeof(b)};
+	struct fi_triggered_context t = {.event_type = FI_TRIGGER_THRESHOLD};
+	struct fi_msg msg = {.msg_iov = &iov, .iov_count = 1, .addr = FI_ADDR_UNSPEC,
+	                     .context = &t};
+	struct fi_msg_tagged tmsg = {.msg_iov = &iov, .iov_count = 1,
+	                             .addr = FI_ADDR_UNSPEC, .tag = 1, .context = &t};
+
+	cur_case = "triggered receive on a shared receive context";
+	OK(fi_srx_context(f->domain, &ra, &srx, NULL));
+	OK(fi_cntr_open(f->domain, &ca, &cntr, NULL));
+	if (!srx || !cntr)
+		goto out;
+	t.trigger.threshold.cntr = cntr;
+	t.trigger.threshold.threshold = 1;
+	ERR_IS(fi_recvmsg(srx, &msg, FI_TRIGGER), FI_EOPNOTSUPP);
+	ERR_IS(fi_trecvmsg(srx, &tmsg, FI_TRIGGER), FI_EOPNOTSUPP);
+	OK(fi_cntr_add(cntr, 1)); /* nothing was held to fire */
+out:
+	if (srx)
+		OK(fi_close(&srx->fid));
+	if (cntr)
+		OK(fi_close(&cntr->fid));
 }
 
 /* A bound endpoint not enabled: every data call -FI_EOPBADSTATE
@@ -1913,6 +1948,7 @@ static const struct tcase cases[] = {
     {"kind_flags", case_kind_flags},
     {"txc_not_enabled", case_txc_not_enabled},
     {"srx_not_enabled", case_srx_not_enabled},
+    {"srx_triggered", case_srx_triggered},
     {"bad_mr", case_bad_mr},
     {"bad_av", case_bad_av},
     {"queues", case_queues},
