@@ -24,6 +24,8 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_eq.h>
 
+#include "try.h"
+
 #define TMO_MS 30000
 
 static int nconn = 1000, nbuf = 16;
@@ -44,15 +46,7 @@ static long rss_kib(void)
 	return v;
 }
 
-#define TRY(call)                                                                        \
-	do {                                                                             \
-		int r_ = (int)(call);                                                    \
-		if (r_) {                                                                \
-			fprintf(stderr, "%s: %s = %d (%s)\n", who, #call, r_,            \
-			        fi_strerror(-r_));                                       \
-			return 1;                                                        \
-		}                                                                        \
-	} while (0)
+#define TRY(call) BENCH_TRY("conn_memory", call)
 
 struct side {
 	struct fi_info *info;

@@ -12,13 +12,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
+
+#include "tool_util.h"
+#include "try.h"
 
 #define MAXT    16
 #define NAMELEN 256
@@ -39,23 +41,7 @@ struct side {
 	int bits;
 };
 
-static double now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-#define TRY(call)                                                                        \
-	do {                                                                             \
-		int r_ = (int)(call);                                                    \
-		if (r_) {                                                                \
-			fprintf(stderr, "ctx_threads: %s = %d (%s)\n", #call, r_,        \
-			        fi_strerror(-r_));                                       \
-			return 1;                                                        \
-		}                                                                        \
-	} while (0)
+#define TRY(call) BENCH_TRY("ctx_threads", call)
 
 static int open_side(struct side *s)
 {
@@ -199,11 +185,11 @@ static int run(bool sender, int out, int in)
 	/* Both sides ready: one byte each way, then go. */
 	if (write(out, &c, 1) != 1 || read(in, &c, 1) != 1)
 		return 1;
-	t0 = now();
+	t0 = tool_now_us() * 1e-6;
 	atomic_store(&go, 1);
 	for (int i = 0; i < nt; i++)
 		pthread_join(w[i].t, NULL);
-	t1 = now();
+	t1 = tool_now_us() * 1e-6;
 	if (!sender)
 		printf("ctx_threads,%s,%s,%d,%d,%d,%ld,%.4f,%.3f\n", prov,
 		       sep ? "sep" : "eps", nt, size, window, msgs * nt, t1 - t0,

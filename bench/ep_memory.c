@@ -15,6 +15,8 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 
+#include "try.h"
+
 static long rss_kib(void)
 {
 	FILE *f = fopen("/proc/self/status", "r");
@@ -29,15 +31,7 @@ static long rss_kib(void)
 	return v;
 }
 
-#define TRY(call)                                                                        \
-	do {                                                                             \
-		int r_ = (int)(call);                                                    \
-		if (r_) {                                                                \
-			fprintf(stderr, "ep_memory: %s = %d (%s)\n", #call, r_,          \
-			        fi_strerror(-r_));                                       \
-			return 1;                                                        \
-		}                                                                        \
-	} while (0)
+#define TRY(call) BENCH_TRY("ep_memory", call)
 
 int main(int argc, char **argv)
 {

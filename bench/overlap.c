@@ -14,13 +14,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
+
+#include "tool_util.h"
+#include "try.h"
 
 #define NAMELEN 256
 
@@ -39,23 +41,7 @@ struct side {
 	fi_addr_t peer;
 };
 
-static double now_us(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1e6 + t.tv_nsec * 1e-3;
-}
-
-#define TRY(call)                                                                        \
-	do {                                                                             \
-		int r_ = (int)(call);                                                    \
-		if (r_) {                                                                \
-			fprintf(stderr, "overlap: %s = %d (%s)\n", #call, r_,            \
-			        fi_strerror(-r_));                                       \
-			return 1;                                                        \
-		}                                                                        \
-	} while (0)
+#define TRY(call) BENCH_TRY("overlap", call)
 
 static int open_side(struct side *s)
 {
@@ -96,9 +82,9 @@ static int exchange(struct side *s, int out, int in)
 static void compute(int us)
 {
 	volatile double x = 1;
-	double end = now_us() + us;
+	double end = tool_now_us() + us;
 
-	while (now_us() < end)
+	while (tool_now_us() < end)
 		for (int i = 0; i < 100; i++)
 			x = x * 1.0000001 + 1e-9;
 }
@@ -132,7 +118,7 @@ static int run(bool receiver, int out, int in)
 	memset(buf, 1, size);
 	for (int r = 0; r < rounds; r++) {
 		if (receiver) {
-			double t0 = now_us();
+			double t0 = tool_now_us();
 
 			TRY(fi_recv(s.ep, buf, size, NULL, FI_ADDR_UNSPEC, NULL));
 			if (write(out, &token, 1) != 1)
@@ -140,7 +126,7 @@ static int run(bool receiver, int out, int in)
 			compute(compute_us);
 			if (wait_one(&s))
 				return 1;
-			t[r] = now_us() - t0;
+			t[r] = tool_now_us() - t0;
 		} else {
 			if (read(in, &token, 1) != 1)
 				return 1;
