@@ -46,7 +46,7 @@ static long rss_kib(void)
 	return v;
 }
 
-#define TRY(call) BENCH_TRY("conn_memory", call)
+#define TRY(call) BENCH_TRY("conn_memory", #call, call)
 
 struct side {
 	struct fi_info *info;

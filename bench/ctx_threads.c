@@ -41,7 +41,7 @@ struct side {
 	int bits;
 };
 
-#define TRY(call) BENCH_TRY("ctx_threads", call)
+#define TRY(call) BENCH_TRY("ctx_threads", #call, call)
 
 static int open_side(struct side *s)
 {

@@ -31,7 +31,7 @@ static long rss_kib(void)
 	return v;
 }
 
-#define TRY(call) BENCH_TRY("ep_memory", call)
+#define TRY(call) BENCH_TRY("ep_memory", #call, call)
 
 int main(int argc, char **argv)
 {

@@ -41,7 +41,7 @@ struct side {
 	fi_addr_t peer;
 };
 
-#define TRY(call) BENCH_TRY("overlap", call)
+#define TRY(call) BENCH_TRY("overlap", #call, call)
 
 static int open_side(struct side *s)
 {
