@@ -1,6 +1,6 @@
 /* auto.c - automatic data progress (FI_PROGRESS_AUTO, man fi_domain): one
- * thread per domain moves its RDM endpoints' transfers while the
- * application computes.  It progresses every enabled endpoint as a
+ * thread per domain moves its endpoints' transfers (RDM, and tcp's
+ * connected ones) while the application computes.  It progresses every enabled endpoint as a
  * sleeper would (its link armed, so senders ring its doorbell, and a
  * timer set while something waits on the peer), then sleeps in the
  * kernel on the links' descriptors: an idle domain costs no CPU.  The
@@ -61,7 +61,7 @@ static void *auto_run(void *arg)
 void lm_rdm_progress_param(struct fi_provider *prov)
 {
 	fi_param_define(prov, "data_progress", FI_PARAM_STRING,
-	                "Data progress of the RDM endpoints of a program whose hints "
+	                "Data progress of the endpoints of a program whose hints "
 	                "leave it to the provider: manual (progress runs in the "
 	                "application's calls) or auto, a thread per domain "
 	                "(default: manual)");
@@ -77,7 +77,8 @@ void lm_rdm_progress_default(struct fi_provider *prov, const struct fi_info *hin
 	if (fi_param_get_str(prov, "data_progress", &v) || !v || strcmp(v, "auto"))
 		return;
 	for (; list; list = list->next)
-		if (list->ep_attr && list->ep_attr->type == FI_EP_RDM)
+		if (list->ep_attr && (list->ep_attr->type == FI_EP_RDM ||
+		                      list->ep_attr->type == FI_EP_MSG))
 			list->domain_attr->data_progress = FI_PROGRESS_AUTO;
 }
 
@@ -135,7 +136,7 @@ int lm_rdm_auto_add(struct lm_rdm_ep *ep)
 	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = ep};
 	int ret = 0;
 
-	if (!ep->dom->auto_progress || ep->connected || !ep->link || ep->auto_on)
+	if (!ep->dom->auto_progress || !ep->link || ep->auto_on)
 		return 0;
 	pthread_mutex_lock(&a->life);
 	pthread_mutex_lock(&a->mutex);

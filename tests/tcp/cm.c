@@ -61,12 +61,16 @@ struct keys {
 	uint64_t ctr, ctr_key;
 };
 
+/* The data progress every msg_hints asks for (0: none, the provider's). */
+static enum fi_progress want_progress;
+
 static struct fi_info *msg_hints(uint32_t addr_format)
 {
 	struct fi_info *h = fi_allocinfo();
 
 	if (!h)
 		return NULL;
+	h->domain_attr->data_progress = want_progress;
 	h->fabric_attr->prov_name = strdup("tcp");
 	h->ep_attr->type = FI_EP_MSG;
 	h->caps = FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC;
@@ -1184,12 +1188,77 @@ static int death(int rank, int nprocs, void *arg)
 	return check_done();
 }
 
+/* ---- automatic progress on a connected endpoint ---------------------------- */
+
+#define AUTO_LEN   ((size_t)16 << 20) /* a rendezvous: the receiver must answer */
+#define AUTO_SLEEP 2000               /* ms the server calls nothing */
+
+/* FI_PROGRESS_AUTO asked for and granted: the server posts a receive of
+ * AUTO_LEN and sleeps, calling nothing; the client's send of it completes
+ * during that sleep (the server's progress thread answered the
+ * rendezvous), and the bytes are there when the server wakes.  Under
+ * manual progress the send could not complete before the server's next
+ * call. */
+static int auto_progress(int rank, int nprocs, void *arg)
+{
+	struct side s = {0};
+	struct fid_ep *ep = NULL;
+	struct hello all[ET_MAX_PROCS];
+	static int ep_ctx, op_ctx;
+	void *ctxs[] = {&op_ctx};
+	struct fi_cq_tagged_entry c;
+	unsigned char *buf = malloc(AUTO_LEN);
+	uint64_t t[2] = {0}, all_t[2 * ET_SLOT / sizeof(uint64_t)];
+
+	(void)nprocs, (void)arg;
+	want_progress = FI_PROGRESS_AUTO;
+	if (!buf)
+		return 2;
+	if (rank == SERVER ? accept_side(&s, &ep, &ep_ctx, all)
+	                   : connect_side(&s, &ep, &ep_ctx, all)) {
+		et_barrier();
+		et_allgather(t, sizeof(t), all_t);
+		return 1;
+	}
+	CHECK_INT(s.info->domain_attr->data_progress, FI_PROGRESS_AUTO);
+	if (rank == SERVER) {
+		memset(buf, 0, AUTO_LEN);
+		OK(fi_recv(ep, buf, AUTO_LEN, NULL, 0, &op_ctx));
+	} else {
+		et_fill(buf, AUTO_LEN, 77);
+	}
+	CHECK_INT(et_barrier(), 0);
+	if (rank == SERVER) {
+		usleep(AUTO_SLEEP * 1000);
+		t[0] = et_now_us(); /* awake */
+	} else {
+		OK(fi_send(ep, buf, AUTO_LEN, NULL, 0, &op_ctx));
+		collect(s.cq, 1, ctxs, &c);
+		t[0] = et_now_us(); /* the send's completion */
+	}
+	CHECK_INT(et_allgather(t, sizeof(t), all_t), 0);
+	/* Slot SERVER: its waking; slot CLIENT: the completion. */
+	CHECK(all_t[CLIENT * ET_SLOT / sizeof(uint64_t)] < all_t[SERVER * ET_SLOT / sizeof(uint64_t)]);
+	if (rank == SERVER) {
+		collect(s.cq, 1, ctxs, &c);
+		CHECK_INT(c.len, AUTO_LEN);
+		check_bytes(buf, AUTO_LEN, 77);
+	}
+	CHECK_INT(et_barrier(), 0);
+	s.ep = ep;
+	close_side(&s);
+	free(buf);
+	CHECK_NO_LEAKS();
+	return check_done();
+}
+
 int main(void)
 {
 	int bad = 0;
 
 	bad |= et_run("tcp/cm: connect, data, reject, refused, shutdown", 2, 60, pair,
 	              NULL, 0);
+	bad |= et_run("tcp/cm: automatic progress", 2, 30, auto_progress, NULL, 0);
 	bad |= et_run("tcp/cm: peer killed", 2, 30, death, NULL, 1u << SERVER);
 	bad |= et_run("tcp/cm: peer killed mid-ping-pong, CQ only", 2, 30, death, "cq",
 	              1u << SERVER);

@@ -535,9 +535,6 @@ static int iface_infos(uint32_t version, const struct fi_info *hints,
 		mine.in.sin_port = q->src.in.sin_port; /* same place in both */
 	dom.name = f->name;
 	mdom = dom;
-	/* A connected endpoint's data moves when the application calls
-	 * (automatic progress is RDM's). */
-	mdom.data_progress = FI_PROGRESS_MANUAL;
 	mrx.caps &= TCP_MSG_CAPS;
 	msg.caps = TCP_MSG_CAPS;
 	msg.rx_attr = &mrx;
