@@ -1198,7 +1198,8 @@ static int death(int rank, int nprocs, void *arg)
  * during that sleep (the server's progress thread answered the
  * rendezvous), and the bytes are there when the server wakes.  Under
  * manual progress the send could not complete before the server's next
- * call. */
+ * call.  Then the client leaves mid-send, unseen by the server but for
+ * its thread. */
 static int auto_progress(int rank, int nprocs, void *arg)
 {
 	struct side s = {0};
@@ -1245,6 +1246,30 @@ static int auto_progress(int rank, int nprocs, void *arg)
 		check_bytes(buf, AUTO_LEN, 77);
 	}
 	CHECK_INT(et_barrier(), 0);
+	/* The client goes with a rendezvous send under way.  The server's
+	 * thread takes its announcement and the end of the connection while
+	 * the server calls nothing; a receive posted after that fails with
+	 * FI_ENOTCONN, as on any connection that ended (not FI_EIO, an RDM
+	 * peer's death). */
+	if (rank == CLIENT) {
+		OK(fi_send(ep, buf, AUTO_LEN, NULL, 0, &op_ctx));
+		CHECK_INT(et_barrier(), 0);
+		_exit(check_done());
+	}
+	CHECK_INT(et_barrier(), 0);
+	usleep(AUTO_SLEEP * 1000 / 4);
+	{
+		struct fi_cq_err_entry err;
+		ssize_t r = fi_recv(ep, buf, AUTO_LEN, NULL, 0, &op_ctx);
+
+		if (r != -FI_ENOTCONN) {
+			CHECK_INT(r, 0);
+			r = et_read(s.cq, &c, NULL, &err, NULL, EV_MS);
+			CHECK_INT(r, -FI_EAVAIL);
+			if (r == -FI_EAVAIL)
+				CHECK_INT(err.err, FI_ENOTCONN);
+		}
+	}
 	s.ep = ep;
 	close_side(&s);
 	free(buf);
