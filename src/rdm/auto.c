@@ -1,11 +1,11 @@
 /* auto.c - automatic data progress (FI_PROGRESS_AUTO, man fi_domain): one
  * thread per domain moves its endpoints' transfers (RDM, and tcp's
- * connected ones) while the application computes.  It progresses every enabled endpoint as a
- * sleeper would (its link armed, so senders ring its doorbell, and a
- * timer set while something waits on the peer), then sleeps in the
- * kernel on the links' descriptors: an idle domain costs no CPU.  The
- * thread starts with the domain's first enabled endpoint and ends with
- * its last.
+ * connected ones) while the application computes.  It progresses every
+ * enabled endpoint as a sleeper would (its link armed, so senders ring
+ * its doorbell, and a timer set while something waits on the peer),
+ * then sleeps in the kernel on the links' descriptors: an idle domain
+ * costs no CPU.  The thread starts with the domain's first enabled
+ * endpoint and ends with its last.
  *
  * Lock order: life (add and del, one at a time), then mutex (held while
  * the thread progresses, and by add/del), then ep->lock; nothing holding
