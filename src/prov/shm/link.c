@@ -472,8 +472,12 @@ static void shm_link_arm(struct lm_link *link)
 	shm_doorbell_drain(l->region);
 	shm_link_timer_stop(l); /* a new sleep asks for its own wake-up */
 	shm_ring_flush(l->region); /* producers waiting for room go on */
-	/* -FI_EAGAIN (work already there) is seen by the engine's next poll. */
-	shm_doorbell_arm(l->region);
+	/* Work already there is read by the engine's next poll, before it
+	 * sleeps: the flag goes up again, so that what comes after that poll
+	 * rings (either a producer sees the flag, or that poll sees its
+	 * cell: both sides fence between their store and their load). */
+	if (shm_doorbell_arm(l->region) == -FI_EAGAIN)
+		atomic_store_explicit(&l->region->map.hdr->sleeping, 1, memory_order_seq_cst);
 }
 
 static void shm_link_disarm(struct lm_link *link)
