@@ -35,6 +35,16 @@ typedef size_t (*lm_link_place_fn)(void *arg, const void *src_addr, const void *
 typedef void (*lm_link_placed_fn)(void *arg, const void *src_addr, const void *hdr,
                                   size_t plen);
 
+/* The most bytes of an offer (lm_link_attr.offer). */
+#define LM_LINK_OFFER_MAX 128
+
+/* Stages of a handshake a link reports through lm_link_attr.met. */
+enum lm_link_met {
+	LM_MET_HELLO = 1, /* the peer connected and offered (we answer next) */
+	LM_MET_ANSWER,    /* the peer answered our connection with its offer */
+	LM_MET_CONFIRM,   /* the peer took our answer's offer (after MET_HELLO) */
+};
+
 /* What the engine tells a link when opening it. */
 struct lm_link_attr {
 	size_t hdr_size; /* every packet starts with this many header bytes */
@@ -58,6 +68,18 @@ struct lm_link_attr {
 	 * src_addr), not from fi_setname: a link that finds it held by
 	 * another endpoint of this process may take a fresh address. */
 	bool name_hint;
+	/* Optional, for a link under another (a link of two, duo.c): bytes
+	 * the link carries to every peer it meets in its handshake, and
+	 * met, called from inside the link's calls at each stage of a
+	 * handshake with the peer at src_addr, with the bytes that peer
+	 * offered (len 0: none).  A link that reports MET_ANSWER with an
+	 * offer to a side that offered too confirms it (MET_CONFIRM there),
+	 * after whatever it sent before. */
+	const void *offer;
+	size_t offer_len;
+	void (*met)(void *arg, const void *src_addr, const void *offer, size_t len,
+	            enum lm_link_met stage);
+	void *met_arg; /* met's first argument (the others get arg) */
 };
 
 /* One packet of a batch (lm_link_ops.send_many). */
@@ -115,6 +137,11 @@ struct lm_link_ops {
 	int (*peer_open)(struct lm_link *link, const void *addr,
 	                 struct lm_link_peer **peer);
 	void (*peer_close)(struct lm_link *link, struct lm_link_peer *peer);
+	/* Optional: start the handshake with peer, sending nothing (met
+	 * reports it).  0 once started, 1 when a connection made before is
+	 * up (met reported it then), an error when the peer cannot be
+	 * reached. */
+	int (*peer_connect)(struct lm_link *link, struct lm_link_peer *peer);
 
 	/* Queue hdr (hdr_size bytes) and the gathered payload (at most
 	 * max_payload bytes) to peer.  0 once the packet is in the peer's
@@ -188,6 +215,11 @@ struct lm_link_ops {
 	ssize_t (*bulk_write)(struct lm_link *link, struct lm_link_peer *peer,
 	                      const struct iovec *local, size_t local_count,
 	                      const struct iovec *remote, size_t remote_count);
+
+	/* Optional, for a link whose peers differ (a link of two): the caps
+	 * (LM_LINK_*) that hold for packets to peer now; without it, every
+	 * peer has the link's. */
+	unsigned (*peer_caps)(struct lm_link *link, struct lm_link_peer *peer);
 
 	/* false once the peer is known to be gone (for good, or until
 	 * peer_reset). */

@@ -1055,6 +1055,21 @@ static inline fi_addr_t lm_rdm_peer_fiaddr(struct lm_rdm_ep *ep, struct lm_rdm_p
 		return peer->fi_addr;
 	return lm_rdm_peer_fiaddr_slow(ep, peer);
 }
+/* The link's capabilities (LM_LINK_*) for packets to peer: the link's
+ * own, or, under a link of two, those of the one that carries them. */
+static inline unsigned lm_rdm_peer_caps(const struct lm_rdm_ep *ep,
+                                        const struct lm_rdm_peer *peer)
+{
+	return ep->link->ops->peer_caps && peer->lp
+	           ? ep->link->ops->peer_caps(ep->link, peer->lp)
+	           : ep->link->caps;
+}
+/* May a transfer with peer copy straight from or into its memory? */
+static inline bool lm_rdm_peer_bulk(const struct lm_rdm_ep *ep, const struct lm_rdm_peer *peer)
+{
+	return ep->bulk && !peer->bulk_broken &&
+	       (lm_rdm_peer_caps(ep, peer) & LM_LINK_BULK_READ);
+}
 /* A dead peer may be tried again (reconnected, or restarted): its
  * endpoint starts afresh, with all its eager credit. */
 static inline void lm_rdm_peer_revive(struct lm_rdm_peer *p)

@@ -98,8 +98,7 @@ static void on_write(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 		answer(ep, peer, LM_OP_FIN, h->sreq, -ret);
 		return;
 	}
-	if ((h->flags & LM_HF_BULK) && ep->bulk && !peer->bulk_broken &&
-	    ep->link->ops->bulk_read) {
+	if ((h->flags & LM_HF_BULK) && lm_rdm_peer_bulk(ep, peer) && ep->link->ops->bulk_read) {
 		struct lm_rdm_rts rts;
 		ssize_t got;
 
@@ -142,7 +141,7 @@ static void on_read_req(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 		return;
 	}
 	if (h->size && (h->flags & LM_HF_BULK) && !ep->dom->no_bulk &&
-	    (ep->link->caps & LM_LINK_BULK_WRITE) && ep->link->ops->bulk_write &&
+	    (lm_rdm_peer_caps(ep, peer) & LM_LINK_BULK_WRITE) && ep->link->ops->bulk_write &&
 	    !peer->bulk_broken) {
 		ssize_t got = lm_rdm_bulk_write(ep, peer, iov, n, remote, rn);
 
@@ -291,7 +290,7 @@ static ssize_t rma_post(struct lm_rdm_ctx *ctx, bool write, const struct iovec *
 	lm_rdm_tx_set_iov(tx, iov, count, len, write && (flags & FI_INJECT));
 	if (!write) {
 		tx->op = h.op = LM_OP_READ_REQ;
-		if (ep->bulk)
+		if (lm_rdm_peer_bulk(ep, tx->peer))
 			h.flags |= LM_HF_BULK;
 	} else if (len <= ep->eager_max) {
 		tx->op = h.op = LM_OP_WRITE; /* streamed as one packet */
@@ -300,9 +299,11 @@ static ssize_t rma_post(struct lm_rdm_ctx *ctx, bool write, const struct iovec *
 		 * or, split, PUSH for the upper part first. */
 		tx->op = LM_OP_RTS;
 		h.op = LM_OP_WRITE;
-		h.flags |= LM_HF_RNDV | (ep->bulk ? LM_HF_BULK : 0);
-		if (ep->bulk && len >= LM_SPLIT_MIN && !tx->peer->bulk_broken &&
-		    (ep->link->caps & LM_LINK_BULK_WRITE))
+		bool bulk = ep->bulk && (lm_rdm_peer_caps(ep, tx->peer) & LM_LINK_BULK_READ);
+
+		h.flags |= LM_HF_RNDV | (bulk ? LM_HF_BULK : 0);
+		if (bulk && len >= LM_SPLIT_MIN && !tx->peer->bulk_broken &&
+		    (lm_rdm_peer_caps(ep, tx->peer) & LM_LINK_BULK_WRITE))
 			h.flags |= LM_HF_SPLIT;
 	}
 	ret = lm_rdm_tx_launch(ep, tx, &h);

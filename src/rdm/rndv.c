@@ -335,7 +335,7 @@ void lm_rdm_rndv_start(struct lm_rdm_ep *ep, const struct lm_rdm_arrival *a,
 		rndv_cts(ep, r, early_len);
 		return;
 	}
-	if ((a->hflags & LM_HF_BULK) && ep->bulk && !a->peer->bulk_broken &&
+	if ((a->hflags & LM_HF_BULK) && lm_rdm_peer_bulk(ep, a->peer) &&
 	    ep->link->ops->bulk_read && rts->iov_count <= LM_IOV_LIMIT) {
 		rndv_bulk(ep, r, rts, a->hflags);
 		return;
@@ -611,7 +611,7 @@ void lm_rdm_on_push(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 	    lm_rdm_rts_parse(&rts, payload, plen) ||
 	    !(rn = lm_rdm_rts_iov(&rts, h->size, remote))) {
 		a.data = FI_EINVAL;
-	} else if (ep->bulk && !peer->bulk_broken && ep->link->ops->bulk_write) {
+	} else if (lm_rdm_peer_bulk(ep, peer) && ep->link->ops->bulk_write) {
 		ln = lm_rdm_iov_slice(tx->iov, tx->iov_count, h->addr, h->size, local);
 		got = h->size ? lm_rdm_bulk_write(ep, peer, local, ln, remote, rn) : 0;
 		if (got == (ssize_t)h->size) {

@@ -16,7 +16,7 @@ static bool eager_ok(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer, size_t len)
 	 * eager up to a whole packet where the link places payloads: no
 	 * handshake, no FIN.  Streams keep the smaller limit: there the
 	 * handshakes overlap, and large eager packets stream worse. */
-	if (len > ep->eager_max && !(peer->replying && (ep->link->caps & LM_LINK_EARLY) &&
+	if (len > ep->eager_max && !(peer->replying && (lm_rdm_peer_caps(ep, peer) & LM_LINK_EARLY) &&
 	                             len <= ep->link->max_payload))
 		return false;
 	if (len > peer->credit)
@@ -125,8 +125,11 @@ static LM_HOT_INLINE ssize_t send_fast(struct lm_rdm_ep *ep,
 static void rts_flags(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
                       struct lm_rdm_hdr *h, size_t len)
 {
+	unsigned caps = lm_rdm_peer_caps(ep, peer);
+	bool bulk = ep->bulk && (caps & LM_LINK_BULK_READ);
+
 	h->op = LM_OP_RTS;
-	if (ep->bulk)
+	if (bulk)
 		h->flags |= LM_HF_BULK;
 	/* The first piece with the RTS hides the handshake when nothing else
 	 * is under way to peer; behind other requests the handshake is hidden
@@ -134,14 +137,13 @@ static void rts_flags(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 	 * stream batches them.  Not while the peer's receives come after our
 	 * RTSs (a program that posts its receive once its own send is done):
 	 * there the piece is dropped and sent again. */
-	else if ((ep->link->caps & LM_LINK_EARLY) && len <= LM_EARLY_MAX) {
+	else if ((caps & LM_LINK_EARLY) && len <= LM_EARLY_MAX) {
 		if (peer->early_score < 0)
 			peer->early_score++;
 		else if (lm_rdm_peer_quiet(ep, peer))
 			h->flags |= LM_HF_EARLY;
 	}
-	if (ep->bulk && len >= LM_SPLIT_MIN && !peer->bulk_broken &&
-	    (ep->link->caps & LM_LINK_BULK_WRITE))
+	if (bulk && len >= LM_SPLIT_MIN && !peer->bulk_broken && (caps & LM_LINK_BULK_WRITE))
 		h->flags |= LM_HF_SPLIT;
 }
 

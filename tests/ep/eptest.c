@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -256,6 +257,18 @@ const char *et_prov(void)
 	const char *p = getenv("LOOM_TEST_PROV");
 
 	return p && *p ? p : "shm";
+}
+
+const char *et_link(void)
+{
+	const char *p = et_prov(), *on = getenv("FI_TCP_ENABLE_SHM");
+
+	if (strcmp(p, "tcp"))
+		return p;
+	if (on && (!strcmp(on, "0") || !strcasecmp(on, "no") || !strcasecmp(on, "false") ||
+	           !strcasecmp(on, "off")))
+		return "tcp";
+	return "shm";
 }
 
 int et_open_local(struct et_ep *e, const struct et_opts *o)
@@ -544,7 +557,7 @@ static const size_t tcp_sizes[] = {1,      255,    256,    257,    4095,     409
 
 size_t et_edge_sizes(const size_t **sizes)
 {
-	bool tcp = !strcmp(et_prov(), "tcp");
+	bool tcp = !strcmp(et_link(), "tcp");
 
 	*sizes = tcp ? tcp_sizes : shm_sizes;
 	return tcp ? sizeof(tcp_sizes) / sizeof(tcp_sizes[0])

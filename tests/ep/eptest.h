@@ -85,6 +85,9 @@ int et_barrier(void);
  * as the source address (::1: the tcp6 row, tcp over IPv6), and fails
  * unless the endpoint's name starts with $LOOM_TEST_NAME_PREFIX, if set. */
 const char *et_prov(void);
+/* The link two processes of this host talk through: "shm" on shm, and on
+ * tcp while FI_TCP_ENABLE_SHM leaves that on (its default); "tcp" else. */
+const char *et_link(void);
 
 /* Open everything, exchange names with the group (collective) and insert
  * them all, so e->addr[r] is rank r.  Prints what failed; returns 0 or a

@@ -38,7 +38,7 @@ static struct sizes small_sizes(void)
 {
 	if (only_eager_size)
 		return (struct sizes){eager_tcp, 1};
-	if (!strcmp(et_prov(), "tcp"))
+	if (!strcmp(et_link(), "tcp"))
 		return (struct sizes){small_tcp, sizeof(small_tcp) / sizeof(small_tcp[0])};
 	return (struct sizes){small_shm, sizeof(small_shm) / sizeof(small_shm[0])};
 }
@@ -185,7 +185,7 @@ int main(void)
 {
 	int ret = et_run("sender_exits", 2, 120, proc, NULL, 0);
 
-	if (strcmp(et_prov(), "tcp"))
+	if (strcmp(et_link(), "tcp"))
 		return ret;
 	only_eager_size = true;
 	return et_run("sender_exits (64 KiB)", 2, 120, proc, NULL, 0) || ret;

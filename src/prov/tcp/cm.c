@@ -967,7 +967,7 @@ int tcp_msg_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid
 	m->prog.fd = m->epfd;
 	lm_list_init(&m->prog.node);
 	if (info && info->handle && info->handle->fclass == FI_CLASS_PEP) {
-		int family = ep->dom->link_ops == &tcp6_link_ops ? AF_INET6 : AF_INET;
+		int family = ep->dom->link_ops->addrlen == tcp6_link_ops.addrlen ? AF_INET6 : AF_INET;
 
 		ret = pep_take(info->handle, family, &m->fd, &m->self);
 		if (ret) {

@@ -146,6 +146,12 @@ struct tcp_link {
 	lm_link_placed_fn placed;
 	void (*on_lost)(void *arg, const void *src_addr); /* lm_link_attr.lost */
 	void *arg;
+	/* lm_link_attr's offer (carried behind our HELLO or ACK) and met. */
+	unsigned char offer[TCP_OFFER_MAX];
+	size_t offer_len;
+	void (*met)(void *arg, const void *src_addr, const void *offer, size_t len,
+	            enum lm_link_met stage);
+	void *met_arg;
 	struct lm_list conns, dead;
 	struct lm_hmap peers;
 	struct lm_list peer_list;
@@ -175,7 +181,7 @@ const struct fi_provider *tcp_log_prov;
 
 int tcp_frame_check(const struct tcp_frame *f, size_t hdr_size, size_t max_payload)
 {
-	if (f->flags == TCP_FRAME_ACK_NOW)
+	if (f->flags == TCP_FRAME_ACK_NOW || f->flags == TCP_FRAME_CONFIRM)
 		return f->len || f->hdr_len ? -FI_EINVAL : 0;
 	if (f->flags == TCP_FRAME_RCVD)
 		return f->len != sizeof(uint64_t) || f->hdr_len ? -FI_EINVAL : 0;
@@ -202,7 +208,7 @@ int tcp_hello_check(const struct tcp_hello *h, uint32_t want_kind)
 		return -FI_EINVAL;
 	if (h->version != TCP_PROTO_VERSION)
 		return -FI_ENOPROTOOPT;
-	if (h->kind != want_kind)
+	if (h->kind != want_kind || h->offer_len > TCP_OFFER_MAX)
 		return -FI_EINVAL;
 	if (h->kind != TCP_HELLO_NACK && h->addrlen != sizeof(struct sockaddr_in) &&
 	    h->addrlen != sizeof(struct sockaddr_in6))
@@ -418,15 +424,23 @@ static void hello_fill(struct tcp_link *l, struct tcp_hello *h, uint32_t kind,
 }
 
 /* A handshake message is small: the socket of a fresh connection takes it
- * whole or the connection is not worth keeping. */
+ * whole or the connection is not worth keeping.  A HELLO or ACK carries
+ * our offer behind it. */
 static int hello_send(struct tcp_link *l, struct tcp_conn *c, uint32_t kind,
                       uint32_t status)
 {
 	struct tcp_hello h;
+	struct iovec iov[2] = {{&h, sizeof(h)}, {l->offer, 0}};
 
 	hello_fill(l, &h, kind, status);
-	return send(c->fd, &h, sizeof(h), MSG_NOSIGNAL) == (ssize_t)sizeof(h) ? 0
-	                                                                      : -FI_EIO;
+	if (kind != TCP_HELLO_NACK) {
+		h.offer_len = (uint32_t)l->offer_len;
+		iov[1].iov_len = l->offer_len;
+	}
+	return sendmsg(c->fd, &(struct msghdr){.msg_iov = iov, .msg_iovlen = 2},
+	               MSG_NOSIGNAL) == (ssize_t)(sizeof(h) + iov[1].iov_len)
+	           ? 0
+	           : -FI_EIO;
 }
 
 /* Queue what the socket did not take (bytes from offset skip of the
@@ -538,8 +552,9 @@ static bool opener_wins(const union tcp_addr *a, const union tcp_addr *b)
 	return memcmp(a, b, sizeof(*a)) < 0;
 }
 
-/* A HELLO arrived on an accepted connection. */
-static void on_hello(struct tcp_link *l, struct tcp_conn *c, const struct tcp_hello *h)
+/* A HELLO arrived on an accepted connection, offer behind it. */
+static void on_hello(struct tcp_link *l, struct tcp_conn *c, const struct tcp_hello *h,
+                     const void *offer)
 {
 	union tcp_addr from;
 	struct lm_link_peer *p;
@@ -597,10 +612,27 @@ static void on_hello(struct tcp_link *l, struct tcp_conn *c, const struct tcp_he
 	p->broken = false;
 	c->peer = p;
 	c->state = CONN_UP;
+	/* After the ACK: the peer uses our offer only once it has read it,
+	 * which it answers with CONFIRM. */
+	if (l->met)
+		l->met(l->met_arg, &p->addr, offer, h->offer_len, LM_MET_HELLO);
 }
 
-/* ACK or NACK to our HELLO. */
-static void on_answer(struct tcp_link *l, struct tcp_conn *c, const struct tcp_hello *h)
+/* One frame of the link's own (no packet) behind whatever waits to be
+ * written to c; 0, or -FI_EIO when c failed. */
+static int frame_send(struct tcp_link *l, struct tcp_conn *c, uint16_t flags)
+{
+	struct tcp_frame f = {.flags = flags};
+
+	if (out_append(c, &(struct iovec){&f, sizeof(f)}, 1, 0))
+		return -FI_EIO;
+	c->peer->taken += sizeof(f); /* stream positions count every byte */
+	return out_flush(l, c);
+}
+
+/* ACK or NACK to our HELLO, offer behind an ACK. */
+static void on_answer(struct tcp_link *l, struct tcp_conn *c, const struct tcp_hello *h,
+                      const void *offer)
 {
 	struct lm_link_peer *p = c->peer;
 
@@ -622,6 +654,10 @@ static void on_answer(struct tcp_link *l, struct tcp_conn *c, const struct tcp_h
 	p->instance = h->instance;
 	c->state = CONN_UP;
 	p->broken = false;
+	if (l->met)
+		l->met(l->met_arg, &p->addr, offer, h->offer_len, LM_MET_ANSWER);
+	if (l->offer_len && h->offer_len && frame_send(l, c, TCP_FRAME_CONFIRM))
+		conn_close(l, c, true);
 }
 
 /* ---- receiving --------------------------------------------------------------- */
@@ -700,15 +736,21 @@ static int conn_handshake(struct tcp_link *l, struct tcp_conn *c, size_t *off)
 {
 	while (c->state != CONN_UP) {
 		struct tcp_hello h;
+		const unsigned char *offer;
 
 		if (c->in_len - *off < sizeof(h))
 			break;
 		memcpy(&h, c->in + *off, sizeof(h));
-		*off += sizeof(h);
+		/* An offer too long for us is refused by the checks below,
+		 * before anything waits for its bytes. */
+		if (h.offer_len <= TCP_OFFER_MAX && c->in_len - *off < sizeof(h) + h.offer_len)
+			break;
+		offer = c->in + *off + sizeof(h);
+		*off += sizeof(h) + (h.offer_len <= TCP_OFFER_MAX ? h.offer_len : 0);
 		if (c->state == CONN_ACCEPTING)
-			on_hello(l, c, &h);
+			on_hello(l, c, &h, offer);
 		else
-			on_answer(l, c, &h);
+			on_answer(l, c, &h, offer);
 		if (c->closed)
 			return -1;
 		if (c->state == CONN_UP) /* the stream of frames starts */
@@ -769,6 +811,12 @@ static LM_HOT_INLINE int conn_frames(struct tcp_link *l, struct tcp_conn *c, siz
 		if (f.flags == TCP_FRAME_ACK_NOW) {
 			*off += fh;
 			c->ack_now = true;
+			continue;
+		}
+		if (f.flags == TCP_FRAME_CONFIRM) {
+			*off += fh;
+			if (l->met)
+				l->met(l->met_arg, &c->peer->addr, NULL, 0, LM_MET_CONFIRM);
 			continue;
 		}
 		if (f.flags == TCP_FRAME_RCVD) {
@@ -1396,6 +1444,11 @@ static void link_init(struct tcp_link *l, const struct lm_link_attr *attr,
 	l->placed = attr->placed;
 	l->on_lost = attr->lost;
 	l->arg = attr->arg;
+	l->met = attr->met;
+	l->met_arg = attr->met_arg;
+	l->offer_len = attr->offer_len;
+	if (attr->offer_len)
+		memcpy(l->offer, attr->offer, attr->offer_len);
 	lm_list_init(&l->conns);
 	lm_list_init(&l->dead);
 	lm_list_init(&l->loop);
@@ -1411,7 +1464,7 @@ static int link_open(int family, void *ctx, const struct lm_link_attr *attr,
 	int ret;
 
 	if ((name && tcp_addr_load(&a, name, tcp_addr_len(family), family)) ||
-	    attr->hdr_size > TCP_HDR_MAX)
+	    attr->hdr_size > TCP_HDR_MAX || attr->offer_len > TCP_OFFER_MAX)
 		return -FI_EINVAL;
 	l = calloc(1, sizeof(*l));
 	if (!l)
@@ -1536,6 +1589,17 @@ static int tcp_link_peer_open(struct lm_link *link, const void *addr,
 		return -FI_EINVAL;
 	*peer = peer_get(l, &a);
 	return *peer ? 0 : -FI_ENOMEM;
+}
+
+static int tcp_link_peer_connect(struct lm_link *link, struct lm_link_peer *p)
+{
+	struct tcp_link *l = lm_container_of(link, struct tcp_link, link);
+
+	if (p->self || l->connected)
+		return 0;
+	if (p->conn)
+		return p->conn->state == CONN_UP; /* 1: met long ago */
+	return conn_start(l, p);
 }
 
 /* Peers live as long as the link: connections outlast AV entries. */
@@ -1683,6 +1747,7 @@ static int tcp6_link_open(void *ctx, const struct lm_link_attr *attr, const void
 #define TCP_LINK_OPS                                                                     \
 	.name = "tcp", .addr_to_str = tcp_addr_to_str, .close = tcp_link_close,          \
 	.peer_open = tcp_link_peer_open, .peer_close = tcp_link_peer_close,              \
+	.peer_connect = tcp_link_peer_connect,                                           \
 	.send = tcp_link_send, .send_many = tcp_link_send_many, .mark = tcp_link_mark,   \
 	.delivered = tcp_link_delivered,                                                 \
 	.poll = tcp_link_poll, .arm = tcp_link_arm,                                      \

@@ -1,12 +1,20 @@
-/* proto.h - the tcp link's wire format (TCP_PROTO_VERSION, now 3): the
+/* proto.h - the tcp link's wire format (TCP_PROTO_VERSION, now 4): the
  * handshake that opens every connection and the frame in front of every
  * packet after it.
  *
  * Connection setup (C = connecting side, A = accepting side):
  *
- *   C -HELLO(kind RDM, C's listening address, C's instance)-> A
- *   A -ACK(A's listening address, A's instance)-> C         connection up
+ *   C -HELLO(kind RDM, C's listening address, C's instance, offer)-> A
+ *   A -ACK(A's listening address, A's instance, offer)-> C  connection up
  *   A -NACK(status)-> C, close        refused: version, a duplicate, ...
+ *   C -CONFIRM frame-> A              when both offered: C took A's offer
+ *
+ * An offer is offer_len (at most TCP_OFFER_MAX) bytes that follow the
+ * HELLO or ACK: what the link above the tcp link tells its peers (a tcp
+ * RDM endpoint's shared-memory address, docs/providers/tcp.md); 0 for
+ * none.  The CONFIRM frame (flags TCP_FRAME_CONFIRM, len 0, hdr_len 0) is
+ * the first the connecting side sends when both sides offered: before it
+ * the accepting side may not send through what the offer named.
  *
  * A connection carries data only after the handshake, so a peer that is
  * not loom (wrong magic) or speaks another version is refused before a
@@ -47,7 +55,7 @@
  * another version is refused (NACK_VERSION), so any change to this file's
  * formats, or one the engine's packets inside them need honoured from
  * the first packet on, takes a new number. */
-#define TCP_PROTO_VERSION 3
+#define TCP_PROTO_VERSION 4
 
 /* Wire values of tcp_hello.kind. */
 enum tcp_hello_kind {
@@ -106,8 +114,11 @@ struct tcp_hello {
 	uint32_t addrlen;
 	uint32_t status; /* NACK: enum tcp_nack */
 	uint8_t addr[TCP_ADDR_MAX];
-	uint32_t pad;
+	uint32_t offer_len; /* bytes of offer after the message */
 };
+
+/* The longest offer behind a HELLO or ACK. */
+#define TCP_OFFER_MAX 128
 
 _Static_assert(sizeof(struct tcp_hello) == 64, "handshake is 64 bytes");
 
@@ -126,6 +137,8 @@ _Static_assert(sizeof(struct tcp_frame) == 8, "frame header is 8 bytes");
  * asking the kernel about acknowledgements.  It rides in front of a
  * packet when there is news. */
 #define TCP_FRAME_RCVD 2
+/* CONFIRM: len 0, hdr_len 0 (the handshake above). */
+#define TCP_FRAME_CONFIRM 3
 struct tcp_rcvd {
 	struct tcp_frame f;
 	uint64_t bytes;

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "duo.h"
+#include "shm.h"
 #include "tcp.h"
 #include "v1_names.h"
 
@@ -67,6 +69,10 @@ void tcp_params_read(struct tcp_params *params)
 		params->port_high = params->port_low ? 65535 : 0;
 	int_param("conn_timeout", "FI_TCP_CONN_TIMEOUT", 1, INT_MAX, &params->conn_timeout_ms);
 	int_param("sockbuf", "FI_TCP_SOCKBUF", 0, INT_MAX, &params->sockbuf);
+	int on = 1;
+
+	fi_param_get_bool(&tcp_prov, "enable_shm", &on);
+	params->enable_shm = on != 0;
 }
 
 static const struct fi_tx_attr tcp_tx = {
@@ -590,10 +596,13 @@ static int tcp_getinfo(uint32_t version, const char *node, const char *service,
 
 /* ---- fabric and domain ---------------------------------------------------- */
 
-/* An engine domain with the parameters its links share (their link_ctx). */
+/* An engine domain with the parameters its links share (their link_ctx),
+ * and, when RDM endpoints reach same-host peers through shared memory, the
+ * link of two that does it (its link ops and context). */
 struct tcp_domain {
 	struct lm_rdm_domain rdm; /* first: util's fi_close frees the whole */
 	struct tcp_params params;
+	struct lm_duo duo;
 };
 
 static int tcp_endpoint(struct fid_domain *domain, struct fi_info *info,
@@ -655,14 +664,20 @@ static int tcp_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 	if (!d)
 		return -FI_ENOMEM;
 	tcp_params_read(&d->params);
-	ret = lm_rdm_domain_init(&d->rdm, fab, info, link_ops_of(info), &d->params,
+	if (d->params.enable_shm)
+		lm_duo_init(&d->duo, &tcp_prov, link_ops_of(info), &d->params, &shm_link_ops,
+		            NULL);
+	ret = lm_rdm_domain_init(&d->rdm, fab, info,
+	                         d->params.enable_shm ? &d->duo.ops : link_ops_of(info),
+	                         d->params.enable_shm ? (void *)&d->duo : &d->params,
 	                         context);
 	if (ret) {
 		free(d);
 		return ret;
 	}
 	d->rdm.util.domain_fid.ops = (struct fi_ops_domain *)&tcp_domain_ops;
-	d->rdm.no_bulk = true;
+	/* Bulk copies (CMA) go to the peers shared memory reaches. */
+	d->rdm.no_bulk = !d->params.enable_shm;
 	d->rdm.eager_max = TCP_EAGER_MAX;
 	*domain = &d->rdm.util.domain_fid;
 	return 0;
@@ -705,5 +720,8 @@ struct fi_provider *tcp_prov_init(void)
 	                "Send and receive buffer bytes of each connection's socket, "
 	                "capped by net.core.wmem_max and rmem_max; 0 leaves them to "
 	                "the kernel's autotuning (default: 4194304)");
+	fi_param_define(&tcp_prov, "enable_shm", FI_PARAM_BOOL,
+	                "RDM endpoints send to peers on the same host through shared "
+	                "memory, found in the connection handshake (default: 1)");
 	return &tcp_prov;
 }

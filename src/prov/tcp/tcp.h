@@ -18,6 +18,7 @@ struct tcp_params {
 	int port_low, port_high; /* 0: any port */
 	int conn_timeout_ms;     /* a connection not up by then fails */
 	int sockbuf;             /* SO_SNDBUF/SO_RCVBUF bytes; 0: the kernel's */
+	bool enable_shm;         /* RDM endpoints reach same-host peers through shm */
 };
 
 /* The provider's parameters as the environment sets them now (prov.c):
