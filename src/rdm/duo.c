@@ -50,14 +50,18 @@ struct duo_offer {
 };
 _Static_assert(sizeof(struct duo_offer) <= LM_LINK_OFFER_MAX, "an offer fits the handshake");
 
+/* A peer's address on one of the links, in that link's map of peers. */
+struct duo_key {
+	struct lm_hnode node;
+	unsigned char addr[LM_LINK_ADDR_MAX];
+};
+
 struct lm_link_peer {
-	struct lm_hnode by_net, by_local;
+	struct duo_key net, local; /* local: in by_local only while has_local */
 	struct lm_list node;
 	struct lm_link_peer *np, *lp; /* the network link's handle, the local one's */
 	enum duo_route route;
-	bool has_local; /* in by_local under local_addr */
-	unsigned char net_addr[LM_LINK_ADDR_MAX];
-	unsigned char local_addr[LM_LINK_ADDR_MAX];
+	bool has_local;
 };
 
 struct duo_link {
@@ -93,30 +97,37 @@ static struct duo_link *duo_of(struct lm_link *link)
 
 /* ---- peers --------------------------------------------------------------- */
 
-static struct lm_link_peer *find_net(struct duo_link *l, const void *addr)
+static struct duo_key *key_find(const struct lm_hmap *m, const void *addr, size_t len)
 {
-	struct lm_hnode *n = lm_hmap_find(&l->by_net, lm_hash_bytes(addr, l->net_alen));
+	struct lm_hnode *n = lm_hmap_find(m, lm_hash_bytes(addr, len));
 
 	for (; n; n = lm_hmap_find_next(n)) {
-		struct lm_link_peer *p = lm_container_of(n, struct lm_link_peer, by_net);
+		struct duo_key *k = lm_container_of(n, struct duo_key, node);
 
-		if (!memcmp(p->net_addr, addr, l->net_alen))
-			return p;
+		if (!memcmp(k->addr, addr, len))
+			return k;
 	}
 	return NULL;
 }
 
+static void key_insert(struct lm_hmap *m, struct duo_key *k, const void *addr, size_t len)
+{
+	memcpy(k->addr, addr, len);
+	lm_hmap_insert(m, &k->node, lm_hash_bytes(addr, len));
+}
+
+static struct lm_link_peer *find_net(struct duo_link *l, const void *addr)
+{
+	struct duo_key *k = key_find(&l->by_net, addr, l->net_alen);
+
+	return k ? lm_container_of(k, struct lm_link_peer, net) : NULL;
+}
+
 static struct lm_link_peer *find_local(struct duo_link *l, const void *addr)
 {
-	struct lm_hnode *n = lm_hmap_find(&l->by_local, lm_hash_bytes(addr, l->local_alen));
+	struct duo_key *k = key_find(&l->by_local, addr, l->local_alen);
 
-	for (; n; n = lm_hmap_find_next(n)) {
-		struct lm_link_peer *p = lm_container_of(n, struct lm_link_peer, by_local);
-
-		if (!memcmp(p->local_addr, addr, l->local_alen))
-			return p;
-	}
-	return NULL;
+	return k ? lm_container_of(k, struct lm_link_peer, local) : NULL;
 }
 
 static struct lm_link_peer *peer_get(struct duo_link *l, const void *addr)
@@ -128,11 +139,10 @@ static struct lm_link_peer *peer_get(struct duo_link *l, const void *addr)
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;
-	memcpy(p->net_addr, addr, l->net_alen);
 	/* Our own address: the network link loops it back in-process. */
 	if (!memcmp(addr, l->link.addr, l->net_alen))
 		p->route = ROUTE_NET;
-	lm_hmap_insert(&l->by_net, &p->by_net, lm_hash_bytes(addr, l->net_alen));
+	key_insert(&l->by_net, &p->net, addr, l->net_alen);
 	lm_list_push_back(&l->peers, &p->node);
 	return p;
 }
@@ -141,7 +151,7 @@ static struct lm_link_peer *peer_get(struct duo_link *l, const void *addr)
 static void local_drop(struct duo_link *l, struct lm_link_peer *p)
 {
 	if (p->has_local) {
-		lm_hmap_remove(&l->by_local, &p->by_local);
+		lm_hmap_remove(&l->by_local, &p->local.node);
 		p->has_local = false;
 	}
 	if (p->lp) {
@@ -162,7 +172,7 @@ static void route_told(struct duo_link *l, struct lm_link_peer *p, const char *w
 	if (!fi_log_enabled(l->d->prov, FI_LOG_INFO, FI_LOG_EP_CTRL))
 		return;
 	if (l->d->ops.addr_to_str)
-		l->d->ops.addr_to_str(p->net_addr, name, &len);
+		l->d->ops.addr_to_str(p->net.addr, name, &len);
 	LM_INFO(l->d->prov, FI_LOG_EP_CTRL, "to %s: %s%s\n", name,
 	        p->route == ROUTE_LOCAL ? "shared memory" : "network", why);
 }
@@ -197,7 +207,7 @@ static void duo_met(void *arg, const void *addr, const void *offer, size_t len,
 	}
 	memcpy(&o, offer, LM_MIN(len, sizeof(o)));
 	if (p->has_local && (!offer_usable(l, &o, len) ||
-	                     memcmp(p->local_addr, o.addr, l->local_alen)))
+	                     memcmp(p->local.addr, o.addr, l->local_alen)))
 		local_drop(l, p); /* a restarted peer, or one that stopped offering */
 	if (!offer_usable(l, &o, len)) {
 		p->route = ROUTE_NET;
@@ -208,8 +218,7 @@ static void duo_met(void *arg, const void *addr, const void *offer, size_t len,
 	if (!p->has_local) {
 		/* Its packets through shared memory are known by this address
 		 * from now on, whether or not we can reach its region. */
-		memcpy(p->local_addr, o.addr, l->local_alen);
-		lm_hmap_insert(&l->by_local, &p->by_local, lm_hash_bytes(o.addr, l->local_alen));
+		key_insert(&l->by_local, &p->local, o.addr, l->local_alen);
 		p->has_local = true;
 	}
 	if (!p->lp && l->local->ops->peer_open(l->local, o.addr, &p->lp)) {
@@ -232,7 +241,7 @@ static void local_recv(void *arg, const void *src, const void *hdr, const void *
 	struct duo_link *l = arg;
 	struct lm_link_peer *p = l->last;
 
-	if (!p || memcmp(p->local_addr, src, l->local_alen)) {
+	if (!p || memcmp(p->local.addr, src, l->local_alen)) {
 		p = find_local(l, src);
 		if (!p) {
 			/* Only a peer that read our answer sends this way:
@@ -243,7 +252,7 @@ static void local_recv(void *arg, const void *src, const void *hdr, const void *
 		}
 		l->last = p;
 	}
-	l->recv(l->arg, p->net_addr, hdr, payload, len);
+	l->recv(l->arg, p->net.addr, hdr, payload, len);
 }
 
 static void local_lost(void *arg, const void *src)
@@ -252,7 +261,7 @@ static void local_lost(void *arg, const void *src)
 	struct lm_link_peer *p = find_local(l, src);
 
 	if (p && l->lost)
-		l->lost(l->arg, p->net_addr);
+		l->lost(l->arg, p->net.addr);
 }
 
 /* The coarse clock: a few ms a tick, read in a few ns. */
@@ -331,7 +340,7 @@ static LM_HOT_INLINE struct lm_link *route_of(struct duo_link *l, struct lm_link
 		return l->local;
 	}
 	if (!p->np) {
-		*err = l->net->ops->peer_open(l->net, p->net_addr, &p->np);
+		*err = l->net->ops->peer_open(l->net, p->net.addr, &p->np);
 		if (*err) {
 			p->np = NULL;
 			return NULL;
