@@ -877,7 +877,12 @@ int shm_peer_open(const char *addr, struct shm_peer **out)
 	fd = shm_open(p->name, O_RDWR | O_CLOEXEC, 0);
 	if (fd < 0) {
 		ret = lm_neg_errno(errno);
-		LM_WARN(shm_log_prov, FI_LOG_AV, "peer %s: %s\n", addr, strerror(errno));
+		/* No region: the peer is gone, or its /dev/shm is not ours (a
+		 * tcp endpoint then reaches it over TCP): news, not a fault. */
+		if (errno == ENOENT)
+			LM_INFO(shm_log_prov, FI_LOG_AV, "peer %s: no region here\n", addr);
+		else
+			LM_WARN(shm_log_prov, FI_LOG_AV, "peer %s: %s\n", addr, strerror(errno));
 		goto err_free;
 	}
 	ret = peer_file_check(fd, addr, &st);
