@@ -185,7 +185,9 @@ static bool offer_usable(const struct duo_link *l, const struct duo_offer *o, si
 	       o->magic == DUO_OFFER_MAGIC && o->uid == l->offer.uid &&
 	       o->netns == l->offer.netns &&
 	       !memcmp(o->boot_id, l->offer.boot_id, DUO_BOOT_ID_LEN) &&
-	       o->addrlen == l->local_alen && len >= offsetof(struct duo_offer, addr) + o->addrlen;
+	       o->addrlen == l->local_alen && len >= offsetof(struct duo_offer, addr) + o->addrlen &&
+	       /* our own region is no peer's (a peer claiming it lies) */
+	       memcmp(o->addr, l->offer.addr, l->local_alen);
 }
 
 /* The network link's handshake with the peer at addr reached stage. */
@@ -639,8 +641,13 @@ static int duo_open(void *ctx, const struct lm_link_attr *attr, const void *name
 	la.name_hint = false;
 	ret = d->local->open(d->local_ctx, &la, NULL, &l->local);
 	if (ret) {
+		/* No region (/dev/shm full or refused): every peer over the
+		 * network, as with the parameter off. */
+		LM_INFO(d->prov, FI_LOG_EP_CTRL,
+		        "no shared-memory region (%s): every peer over the network\n",
+		        fi_strerror(-ret));
 		free(l);
-		return ret;
+		return d->net->open(d->net_ctx, attr, name, out);
 	}
 	offer_make(l);
 	na.offer = &l->offer;

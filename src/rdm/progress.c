@@ -162,8 +162,7 @@ static void peer_err_data(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer, char *
 
 void lm_rdm_report_tx(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx, int err)
 {
-	if (err == FI_EIO && ep->connected)
-		err = FI_ENOTCONN; /* the one peer of a connection is gone */
+	err = lm_rdm_peer_err(ep, err);
 	struct lm_cq *cq = tx->rep ? tx->rep->cq : NULL;
 
 	if (!tx->cq_flags)

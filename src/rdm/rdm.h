@@ -1055,6 +1055,12 @@ static inline fi_addr_t lm_rdm_peer_fiaddr(struct lm_rdm_ep *ep, struct lm_rdm_p
 		return peer->fi_addr;
 	return lm_rdm_peer_fiaddr_slow(ep, peer);
 }
+/* The error an operation with a dead peer reports: FI_EIO, which on a
+ * connected endpoint (its one peer gone) is FI_ENOTCONN. */
+static inline int lm_rdm_peer_err(const struct lm_rdm_ep *ep, int err)
+{
+	return err == FI_EIO && ep->connected ? FI_ENOTCONN : err;
+}
 /* The link's capabilities (LM_LINK_*) for packets to peer: the link's
  * own, or, under a link of two, those of the one that carries them. */
 static inline unsigned lm_rdm_peer_caps(const struct lm_rdm_ep *ep,

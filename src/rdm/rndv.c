@@ -90,10 +90,7 @@ static struct lm_rdm_rndv *rndv_lookup(struct lm_rdm_ep *ep, uint64_t handle,
 
 static void rndv_report_error(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r, int err)
 {
-	/* As a send's (lm_rdm_report_tx): the one peer of a connection is
-	 * gone. */
-	if (err == FI_EIO && ep->connected)
-		err = FI_ENOTCONN;
+	err = lm_rdm_peer_err(ep, err);
 	struct lm_rdm_rx *rx = r->rx;
 	char name[LM_ERR_DATA_MAX];
 	size_t nlen = sizeof(name);

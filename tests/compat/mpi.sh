@@ -2,7 +2,9 @@
 # Open MPI (Debian's openmpi-bin, built with libfabric) on loom's tcp
 # provider over loopback: two-sided messages through the cm PML and the
 # ofi MTL (2 and 4 ranks), matching (wildcards, probes, matched probes,
-# a synchronous send, a cancelled receive; 4 ranks), everyone sending to
+# a synchronous send, a cancelled receive; 4 ranks, through shared memory
+# as loom's tcp reaches same-host peers, and over TCP alone with
+# FI_TCP_ENABLE_SHM=0), everyone sending to
 # everyone with random sizes (8 ranks), and one-sided Put/Accumulate/Get
 # through the rdma OSC on the ofi BTL (2 and 3 ranks; and from 4 threads a
 # rank, through a scalable endpoint).  Each MPI process checks in its
@@ -65,7 +67,22 @@ run() {
 
 run "two-sided, 2 ranks" "ring: 2 ranks, 0 errors" 2 "${two_sided[@]}" "$tmp/ring"
 run "two-sided, 4 ranks" "ring: 4 ranks, 0 errors" 4 "${two_sided[@]}" "$tmp/ring"
-run "matching, 4 ranks" "match: 4 ranks, 0 errors" 4 "${two_sided[@]}" "$tmp/match"
+# The ranks share this host: loom's tcp reaches them through shared memory
+# (FI_TCP_ENABLE_SHM, on by default), and its log says so; with the
+# parameter off, the same program runs over TCP alone.
+FI_LOG_LEVEL=info run "matching, 4 ranks" "match: 4 ranks, 0 errors" 4 "${two_sided[@]}" \
+	-x FI_LOG_LEVEL "$tmp/match"
+if ! grep -q ': shared memory$' "$tmp/out" || grep -q 'ep_ctrl:route_told.*: network' "$tmp/out"; then
+	echo "FAIL: the ranks on this host did not all reach each other through shared memory"
+	grep 'route_told' "$tmp/out" | head -5
+	fail=1
+fi
+FI_LOG_LEVEL=info FI_TCP_ENABLE_SHM=0 run "matching, 4 ranks, FI_TCP_ENABLE_SHM=0" \
+	"match: 4 ranks, 0 errors" 4 "${two_sided[@]}" -x FI_LOG_LEVEL -x FI_TCP_ENABLE_SHM "$tmp/match"
+if grep -q ': shared memory$' "$tmp/out"; then
+	echo "FAIL: shared memory carried messages with FI_TCP_ENABLE_SHM=0"
+	fail=1
+fi
 run "all to all, 8 ranks" "exchange: 8 ranks, 0 errors" 8 "${two_sided[@]}" "$tmp/exchange"
 run "one-sided, 2 ranks" "rma: 2 ranks, 0 errors" 2 "${one_sided[@]}" "$tmp/rma"
 run "one-sided, 3 ranks" "rma: 3 ranks, 0 errors" 3 "${one_sided[@]}" "$tmp/rma"

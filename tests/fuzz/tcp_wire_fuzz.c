@@ -627,6 +627,7 @@ static void check_parsers(const uint8_t *d, size_t n)
 		for (uint32_t kind = 0; kind <= 4; kind++) {
 			bool good = h.magic == TCP_MAGIC &&
 			            h.version == TCP_PROTO_VERSION && h.kind == kind &&
+			            h.offer_len <= TCP_OFFER_MAX &&
 			            (kind == TCP_HELLO_NACK ||
 			             h.addrlen == sizeof(struct sockaddr_in));
 
@@ -752,6 +753,7 @@ static void answers_feed(struct answers *a, const uint8_t *p, size_t n)
 				          "A's answer to a HELLO: magic 0x%llx version "
 				          "%u kind %u",
 				          (unsigned long long)h.magic, h.version, h.kind);
+			a->skip = a->nacked ? 0 : h.offer_len; /* its offer (proto.h) */
 			continue;
 		}
 		{
