@@ -32,7 +32,7 @@ enum duo_route { ROUTE_NONE, ROUTE_NET, ROUTE_WAIT, ROUTE_LOCAL };
 /* duo_poll: for how many polls after shared memory brought a packet the
  * network link is read only every DUO_NET_EVERY-th time (or once per tick
  * of the coarse clock). */
-#define DUO_LOCAL_RECENT 4096
+#define DUO_LOCAL_RECENT 1024
 #define DUO_NET_EVERY    1024
 
 /* What a duo link puts behind its network handshake. */
@@ -657,6 +657,7 @@ static int duo_open(void *ctx, const struct lm_link_attr *attr, const void *name
 	 * met needs l: a wrapper would cost every packet. */
 	na.met = duo_met;
 	na.met_arg = l;
+	na.sparse_poll = true; /* duo_poll reads it seldom while shm is busy */
 	ret = d->net->open(d->net_ctx, &na, name, &l->net);
 	if (ret)
 		goto err_local;

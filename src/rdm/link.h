@@ -80,6 +80,9 @@ struct lm_link_attr {
 	void (*met)(void *arg, const void *src_addr, const void *offer, size_t len,
 	            enum lm_link_met stage);
 	void *met_arg; /* met's first argument (the others get arg) */
+	/* Polled seldom (by a link of two while its other link is busy):
+	 * every poll looks for everything, new connections too. */
+	bool sparse_poll;
 };
 
 /* One packet of a batch (lm_link_ops.send_many). */

@@ -650,9 +650,10 @@ static void check_parsers(const uint8_t *d, size_t n)
 
 		memcpy(&f, d + off, sizeof(f));
 		for (size_t i = 0; i < sizeof(lim) / sizeof(lim[0]); i++) {
-			/* A packet's frame, the empty ACK_NOW, or RCVD. */
-			bool link = f.flags == TCP_FRAME_ACK_NOW || f.flags == TCP_FRAME_RCVD;
-			bool fits = f.flags == TCP_FRAME_ACK_NOW ? !f.len && !f.hdr_len
+			/* A packet's frame, the empty ACK_NOW or CONFIRM, or RCVD. */
+			bool empty = f.flags == TCP_FRAME_ACK_NOW || f.flags == TCP_FRAME_CONFIRM;
+			bool link = empty || f.flags == TCP_FRAME_RCVD;
+			bool fits = empty ? !f.len && !f.hdr_len
 			            : f.flags == TCP_FRAME_RCVD
 			                ? f.len == sizeof(uint64_t) && !f.hdr_len
 			                : f.hdr_len == lim[i].hdr && f.len <= lim[i].max;
@@ -724,7 +725,8 @@ static void answers_feed(struct answers *a, const uint8_t *p, size_t n)
 			struct tcp_frame f;
 
 			memcpy(&f, a->head, sizeof(f));
-			if (f.flags == TCP_FRAME_RCVD || f.flags == TCP_FRAME_ACK_NOW) {
+			if (f.flags == TCP_FRAME_RCVD || f.flags == TCP_FRAME_ACK_NOW ||
+			    f.flags == TCP_FRAME_CONFIRM) {
 				FZ_ASSERT(!a->nacked, "A sent data after its NACK");
 				FZ_ASSERT(!tcp_frame_check(&f, HDR_LEN, MAX_PAYLOAD),
 				          "A sent a malformed link frame: len %u hdr_len %u",

@@ -162,6 +162,7 @@ struct tcp_link {
 	bool connected;      /* an FI_EP_MSG endpoint's: no listener */
 	bool lost;           /* connected: the connection broke */
 	bool armed;          /* a reader may sleep on epfd: every conn in it */
+	bool sparse;         /* lm_link_attr.sparse_poll: epoll at every poll */
 	unsigned polls;      /* poll calls, for the direct-read fast path */
 };
 
@@ -1033,7 +1034,7 @@ static int tcp_link_poll(struct lm_link *link, int budget)
 		for (int i = 0; i < n; i++)
 			ep_leave(l, direct[i]);
 		/* A connected link has no listener: nothing for epoll. */
-		if (l->connected || ++l->polls % EPOLL_EVERY) {
+		if (l->connected || (!l->sparse && ++l->polls % EPOLL_EVERY)) {
 			done += direct_read(l, direct, n, budget - done);
 			conns_reap(l);
 			return done < budget ? done : budget;
@@ -1446,6 +1447,7 @@ static void link_init(struct tcp_link *l, const struct lm_link_attr *attr,
 	l->arg = attr->arg;
 	l->met = attr->met;
 	l->met_arg = attr->met_arg;
+	l->sparse = attr->sparse_poll;
 	l->offer_len = attr->offer_len;
 	if (attr->offer_len)
 		memcpy(l->offer, attr->offer, attr->offer_len);
