@@ -68,7 +68,7 @@ struct duo_link {
 	struct lm_link link;
 	const struct lm_duo *d;
 	struct lm_link *net, *local;
-	size_t net_alen, local_alen, hdr_size;
+	size_t net_alen, local_alen;
 	int epfd;
 	lm_link_recv_fn recv;
 	void (*lost)(void *arg, const void *src_addr);
@@ -87,7 +87,6 @@ struct duo_link {
 	_Atomic bool net_due;
 	struct duo_offer offer;
 	size_t offer_len;
-	struct lm_duo_stats st;
 };
 
 static struct duo_link *duo_of(struct lm_link *link)
@@ -373,12 +372,7 @@ static ssize_t duo_send(struct lm_link *link, struct lm_link_peer *p, const void
 	ssize_t ret = 0;
 	struct lm_link *to = route_of(l, p, &h, &ret);
 
-	if (!to)
-		return ret;
-	ret = to->ops->send(to, h, hdr, iov, iov_count);
-	if (!ret)
-		*(to == l->local ? &l->st.local_pkts : &l->st.net_pkts) += 1;
-	return ret;
+	return to ? to->ops->send(to, h, hdr, iov, iov_count) : ret;
 }
 
 static ssize_t duo_send_words(struct lm_link *link, struct lm_link_peer *p,
@@ -389,21 +383,18 @@ static ssize_t duo_send_words(struct lm_link *link, struct lm_link_peer *p,
 	struct lm_link_peer *h;
 	ssize_t ret = 0;
 	struct lm_link *to = route_of(l, p, &h, &ret);
-	uint64_t hdr[sizeof(struct lm_rdm_hdr) / 8] = {0};
 
 	if (!to)
 		return ret;
-	if (to->ops->send_words && len <= to->inline_max) {
-		ret = to->ops->send_words(to, h, words, mask, payload, len);
-	} else {
-		for (unsigned i = 0, k = 0; i < sizeof(hdr) / 8; i++)
-			if (mask & (1u << i))
-				hdr[i] = words[k++];
-		ret = to->ops->send(to, h, hdr, &(struct iovec){(void *)payload, len}, 1);
-	}
-	if (!ret)
-		*(to == l->local ? &l->st.local_pkts : &l->st.net_pkts) += 1;
-	return ret;
+	if (to->ops->send_words && len <= to->inline_max)
+		return to->ops->send_words(to, h, words, mask, payload, len);
+	/* The header whole, for a link that takes no words. */
+	uint64_t hdr[sizeof(struct lm_rdm_hdr) / 8] = {0};
+
+	for (unsigned i = 0, k = 0; i < sizeof(hdr) / 8; i++)
+		if (mask & (1u << i))
+			hdr[i] = words[k++];
+	return to->ops->send(to, h, hdr, &(struct iovec){(void *)payload, len}, 1);
 }
 
 static ssize_t duo_send_many(struct lm_link *link, struct lm_link_peer *p,
@@ -417,19 +408,14 @@ static ssize_t duo_send_many(struct lm_link *link, struct lm_link_peer *p,
 
 	if (!to)
 		return ret;
-	if (to->ops->send_many) {
-		ret = to->ops->send_many(to, h, pkts, count);
-	} else {
-		for (i = 0; i < count; i++) {
-			ret = to->ops->send(to, h, pkts[i].hdr, pkts[i].iov, pkts[i].iov_count);
-			if (ret)
-				break;
-		}
-		ret = i ? (ssize_t)i : ret;
+	if (to->ops->send_many)
+		return to->ops->send_many(to, h, pkts, count);
+	for (i = 0; i < count; i++) {
+		ret = to->ops->send(to, h, pkts[i].hdr, pkts[i].iov, pkts[i].iov_count);
+		if (ret)
+			break;
 	}
-	if (ret > 0)
-		*(to == l->local ? &l->st.local_pkts : &l->st.net_pkts) += (uint64_t)ret;
-	return ret;
+	return i ? (ssize_t)i : ret;
 }
 
 /* Shared memory takes a packet for good when it takes it; the network
@@ -628,7 +614,6 @@ static int duo_open(void *ctx, const struct lm_link_attr *attr, const void *name
 	l->recv = attr->recv;
 	l->lost = attr->lost;
 	l->arg = attr->arg;
-	l->hdr_size = attr->hdr_size;
 	l->net_alen = d->net->addrlen;
 	l->local_alen = d->local->addrlen;
 	/* Shared memory first: its address goes into the network link's
@@ -730,12 +715,4 @@ void lm_duo_init(struct lm_duo *d, const struct fi_provider *prov,
 	d->ops.peer_caps = duo_peer_caps;
 	d->ops.peer_alive = duo_peer_alive;
 	d->ops.peer_reset = duo_peer_reset;
-}
-
-int lm_duo_stats(const struct lm_link *link, struct lm_duo_stats *st)
-{
-	if (!link || link->ops->open != duo_open)
-		return -FI_EINVAL;
-	*st = lm_container_of(link, const struct duo_link, link)->st;
-	return 0;
 }

@@ -34,11 +34,4 @@ void lm_duo_init(struct lm_duo *d, const struct fi_provider *prov,
                  const struct lm_link_ops *net, void *net_ctx,
                  const struct lm_link_ops *local, void *local_ctx);
 
-/* Packets a duo link sent through each of its links (tests, benchmarks):
- * 0 when link is not a duo. */
-struct lm_duo_stats {
-	uint64_t net_pkts, local_pkts;
-};
-int lm_duo_stats(const struct lm_link *link, struct lm_duo_stats *st);
-
 #endif
