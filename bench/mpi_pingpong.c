@@ -65,7 +65,7 @@ int main(int argc, char **argv)
 				best = t;
 		}
 		if (rank == 0)
-			printf("%ld %.2f %.1f\n", n, best, (double)n / best);
+			printf("%ld %.3f %.1f\n", n, best, (double)n / best);
 		free(buf);
 	}
 	MPI_Finalize();

@@ -34,6 +34,8 @@ enum duo_route { ROUTE_NONE, ROUTE_NET, ROUTE_WAIT, ROUTE_LOCAL };
  * of the coarse clock). */
 #define DUO_LOCAL_RECENT 1024
 #define DUO_NET_EVERY    1024
+/* ... and whether the clock ticked is asked every DUO_TICK_EVERY-th. */
+#define DUO_TICK_EVERY 64
 
 /* What a duo link puts behind its network handshake. */
 #define DUO_OFFER_MAGIC 0x4f5544u /* "DUO" */
@@ -282,19 +284,24 @@ static uint64_t coarse_tick(void)
  * (what woke it). */
 static bool net_skip(struct duo_link *l)
 {
-	uint64_t t;
+	unsigned recent, polls;
 
 	if (atomic_load_explicit(&l->net_due, memory_order_relaxed) ||
-	    atomic_load_explicit(&l->net_busy, memory_order_relaxed) ||
-	    !atomic_load_explicit(&l->local_recent, memory_order_relaxed))
+	    atomic_load_explicit(&l->net_busy, memory_order_relaxed))
 		return false;
-	atomic_fetch_sub_explicit(&l->local_recent, 1, memory_order_relaxed);
-	if (!(atomic_fetch_add_explicit(&l->polls, 1, memory_order_relaxed) % DUO_NET_EVERY))
+	/* Hints, so plain loads and stores: a lost count costs one read. */
+	recent = atomic_load_explicit(&l->local_recent, memory_order_relaxed);
+	if (!recent)
 		return false;
-	t = coarse_tick();
-	if (t != atomic_load_explicit(&l->net_tick, memory_order_relaxed))
+	atomic_store_explicit(&l->local_recent, recent - 1, memory_order_relaxed);
+	polls = atomic_load_explicit(&l->polls, memory_order_relaxed) + 1;
+	atomic_store_explicit(&l->polls, polls, memory_order_relaxed);
+	if (!(polls % DUO_NET_EVERY))
 		return false;
-	return true;
+	/* The clock too is read only every DUO_TICK_EVERY-th poll. */
+	if (polls % DUO_TICK_EVERY)
+		return true;
+	return coarse_tick() == atomic_load_explicit(&l->net_tick, memory_order_relaxed);
 }
 
 static int duo_poll(struct lm_link *link, int budget)
@@ -346,7 +353,7 @@ static LM_HOT_INLINE struct lm_link *route_of(struct duo_link *l, struct lm_link
 			p->np = NULL;
 			return NULL;
 		}
-			}
+	}
 	if (p->route == ROUTE_NET) {
 		*h = p->np;
 		return l->net;

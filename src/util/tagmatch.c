@@ -5,8 +5,10 @@
 #include "util.h"
 
 /* Everything queued for one source address; exists only while one of
- * its lists is non-empty, so a long-lived endpoint talking to many peers
- * keeps memory proportional to what is actually queued. */
+ * its lists is non-empty, and the one that emptied last (m->kept), so a
+ * long-lived endpoint talking to many peers keeps memory proportional to
+ * what is actually queued, and one talking to one peer at a time (a
+ * ping-pong) neither allocates nor hashes a record per message. */
 struct lm_match_src {
 	struct lm_hnode hnode; /* key: the fi_addr */
 	struct lm_list link;   /* in m->src_list */
@@ -40,6 +42,7 @@ void lm_match_fini(struct lm_match *m)
 {
 	lm_hmap_fini(&m->srcs);
 	lm_bufpool_fini(&m->src_pool);
+	m->kept = NULL;
 	lm_list_init(&m->any);
 	lm_list_init(&m->unexp);
 	lm_list_init(&m->claimed);
@@ -74,13 +77,23 @@ static struct lm_match_src *src_get(struct lm_match *m, fi_addr_t addr)
 	return b;
 }
 
+static bool src_empty(const struct lm_match_src *b)
+{
+	return lm_list_empty(&b->posted) && lm_list_empty(&b->unexp);
+}
+
 static void src_put(struct lm_match *m, struct lm_match_src *b)
 {
-	if (!lm_list_empty(&b->posted) || !lm_list_empty(&b->unexp))
+	struct lm_match_src *old = m->kept;
+
+	if (!src_empty(b) || old == b)
 		return;
-	lm_hmap_remove(&m->srcs, &b->hnode);
-	lm_list_remove(&b->link);
-	lm_bufpool_free(&m->src_pool, b);
+	m->kept = b;
+	if (old && src_empty(old)) {
+		lm_hmap_remove(&m->srcs, &old->hnode);
+		lm_list_remove(&old->link);
+		lm_bufpool_free(&m->src_pool, old);
+	}
 }
 
 /* ---- unlinking ----------------------------------------------------------- */

@@ -93,6 +93,7 @@ struct lm_match {
 	struct lm_hmap srcs;     /* fi_addr -> lm_match_src */
 	struct lm_list src_list; /* every lm_match_src, for cancel and drain */
 	struct lm_bufpool src_pool;
+	struct lm_match_src *kept; /* the last record emptied, kept for reuse */
 	/* Unexpected messages that got no source record (its pool could not
 	 * grow): while any exist, directed receives search the global list,
 	 * so a shortage of memory costs speed, never a wrong match. */

@@ -13,6 +13,14 @@
 #define SRC_B 2
 #define SRC_C 3
 
+/* Nothing queued: every per-source record is gone but the one kept for
+ * reuse (the last emptied), and the pool holds no other. */
+#define CHECK_SRCS_IDLE(m)                                                     \
+	do {                                                                   \
+		CHECK_INT((m).srcs.count, (m).kept ? 1 : 0);                   \
+		CHECK_INT((m).src_pool.in_use, (m).srcs.count);                \
+	} while (0)
+
 static struct lm_rx_entry *rx_new(fi_addr_t src, uint64_t tag, uint64_t ignore, void *ctx)
 {
 	struct lm_rx_entry *rx = calloc(1, sizeof(*rx));
@@ -49,13 +57,56 @@ static void test_posted_first(void)
 	CHECK(lm_match_arrival(&m, SRC_A, 5) == rx);
 	CHECK_INT(m.posted_count, 0);
 	CHECK(lm_match_arrival(&m, SRC_A, 5) == NULL);
-	/* The per-source record went away with its last entry. */
-	CHECK_INT(m.srcs.count, 0);
-	CHECK_INT(m.src_pool.in_use, 0);
+	/* The per-source record stays, empty, for the next receive. */
+	CHECK_INT(m.srcs.count, 1);
+	CHECK(m.kept != NULL);
+	CHECK_SRCS_IDLE(m);
 	lm_match_fini(&m);
 	free(rx);
 
 	CHECK_INT(lm_match_init(NULL, true, true), -FI_EINVAL);
+}
+
+/* A directed receive at a time from one peer, then from another (a
+ * ping-pong, an MPI receive loop): the record emptied last is kept and
+ * found again, so no message allocates one; memory stays at one record
+ * beyond what is queued. */
+static void test_kept_record(void)
+{
+	struct lm_match m;
+	struct lm_rx_entry rx[2];
+
+	memset(rx, 0, sizeof(rx));
+
+	CHECK_INT(lm_match_init(&m, true, true), 0);
+	for (int i = 0; i < 100; i++) {
+		fi_addr_t src = i < 50 ? SRC_A : SRC_B;
+		struct lm_match_src *before = m.kept;
+
+		rx[i % 2].src = src;
+		rx[i % 2].tag = 1;
+		CHECK(lm_match_post(&m, &rx[i % 2]) == NULL);
+		CHECK(m.srcs.count <= 2);
+		CHECK(lm_match_arrival(&m, src, 1) == &rx[i % 2]);
+		if (i > 0 && i != 50)
+			CHECK(m.kept == before); /* the same record, found again */
+		CHECK_INT(m.srcs.count, 1);
+		CHECK_SRCS_IDLE(m);
+	}
+	/* An unexpected message from a third source empties into the kept
+	 * slot too, and the old kept record is freed. */
+	struct lm_unexp_entry *u = ux_new(SRC_C, 4, 0);
+
+	lm_match_add_unexp(&m, u);
+	CHECK_INT(m.srcs.count, 2);
+	rx[0].src = SRC_C;
+	rx[0].tag = 4;
+	CHECK(lm_match_post(&m, &rx[0]) == u);
+	CHECK_INT(m.srcs.count, 1);
+	CHECK_SRCS_IDLE(m);
+	free(u);
+	lm_match_fini(&m);
+	CHECK(m.kept == NULL);
 }
 
 static void test_unexp_first(void)
@@ -81,7 +132,7 @@ static void test_unexp_first(void)
 	CHECK(lm_match_post(&m, r4) == NULL);
 	CHECK_INT(m.posted_count, 1);
 	CHECK(lm_match_arrival(&m, SRC_C, 5) == r4);
-	CHECK_INT(m.srcs.count, 0);
+	CHECK_SRCS_IDLE(m);
 	lm_match_fini(&m);
 	free(u1), free(u2), free(u3), free(r1), free(r2), free(r3), free(r4);
 }
@@ -167,7 +218,7 @@ static void run_order(const char *recvs, const fi_addr_t *src, const uint64_t *t
 	while (lm_match_pop_posted(&m))
 		;
 	CHECK_INT(m.posted_count, 0);
-	CHECK_INT(m.srcs.count, 0);
+	CHECK_SRCS_IDLE(m);
 	lm_match_fini(&m);
 	for (int i = 0; i < n; i++)
 		free(rx[i]);
@@ -226,7 +277,7 @@ static void test_directed_order(void)
 	r->src = FI_ADDR_UNSPEC;
 	CHECK(lm_match_post(&m, r) == u[1]);
 	CHECK_INT(m.unexp_count, 0);
-	CHECK_INT(m.srcs.count, 0);
+	CHECK_SRCS_IDLE(m);
 	lm_match_fini(&m);
 	for (int i = 0; i < 4; i++)
 		free(u[i]);
@@ -243,11 +294,11 @@ static void test_directed_disabled(void)
 	lm_match_init(&m, true, false);
 	lm_match_post(&m, r1);
 	lm_match_post(&m, r2);
-	CHECK_INT(m.srcs.count, 0);
+	CHECK_SRCS_IDLE(m);
 	CHECK(lm_match_arrival(&m, SRC_C, 1) == r1);
 	CHECK(lm_match_arrival(&m, SRC_A, 1) == r2);
 	lm_match_add_unexp(&m, u);
-	CHECK_INT(m.srcs.count, 0);
+	CHECK_SRCS_IDLE(m);
 	CHECK(lm_match_peek(&m, SRC_B, 1, 0) == u);
 	CHECK(lm_match_post(&m, r1) == u);
 	lm_match_fini(&m);
@@ -336,7 +387,7 @@ static void test_peek_claim_discard(void)
 	CHECK(lm_match_pop_unexp(&m) == u1);
 	CHECK(lm_match_pop_unexp(&m) == NULL);
 	CHECK_INT(m.unexp_count, 0);
-	CHECK_INT(m.srcs.count, 0);
+	CHECK_SRCS_IDLE(m);
 	lm_match_fini(&m);
 	free(u1), free(u2), free(u3), free(r);
 }
@@ -367,7 +418,7 @@ static void test_cancel(void)
 	CHECK(lm_match_arrival(&m, SRC_B, 1) == NULL);
 	CHECK(lm_match_arrival(&m, SRC_A, 1) == r4);
 	CHECK(lm_match_cancel(&m, &c3) == NULL);
-	CHECK_INT(m.srcs.count, 0);
+	CHECK_SRCS_IDLE(m);
 	lm_match_fini(&m);
 	free(r1), free(r2), free(r3), free(r4);
 }
@@ -650,8 +701,7 @@ static void test_many_sources(void)
 		;
 	CHECK_INT(m.posted_count, 0);
 	CHECK_INT(m.unexp_count, 0);
-	CHECK_INT(m.srcs.count, 0);
-	CHECK_INT(m.src_pool.in_use, 0);
+	CHECK_SRCS_IDLE(m);
 	lm_match_fini(&m);
 	free(other), free(mine), free(ou), free(mu);
 }
@@ -913,8 +963,7 @@ static void differential(bool tagged, bool directed, size_t src_limit, int ops)
 		nu++;
 	CHECK_INT(nr, md->nposted);
 	CHECK_INT(nu, md->nunexp);
-	CHECK_INT(m.srcs.count, 0);
-	CHECK_INT(m.src_pool.in_use, 0);
+	CHECK_SRCS_IDLE(m);
 	CHECK_INT(m.orphans, 0);
 	lm_match_fini(&m);
 	free(md), free(rxs), free(uxs), free(bufs);
@@ -928,6 +977,7 @@ int main(void)
 
 	test_posted_first();
 	test_unexp_first();
+	test_kept_record();
 	test_tags();
 	test_directed_order();
 	test_directed_disabled();
