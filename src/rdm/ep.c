@@ -31,6 +31,16 @@ static struct lm_rdm_domain *rdm_dom_of_av(struct lm_av *av)
 	return lm_container_of(av->domain, struct lm_rdm_domain, util);
 }
 
+/* Under the AV's lock, before the entry can be found: an endpoint that
+ * reads the new count and then looks the address up waits for the lock,
+ * so it finds the entry. */
+static int av_on_insert(struct lm_av *av, fi_addr_t fi_addr, const void *addr, void **peer)
+{
+	(void)fi_addr, (void)addr, (void)peer;
+	atomic_fetch_add(&rdm_dom_of_av(av)->av_ins_gen, 1);
+	return 0;
+}
+
 static void av_on_remove(struct lm_av *av, fi_addr_t fi_addr, void *peer)
 {
 	(void)fi_addr, (void)peer;
@@ -52,9 +62,11 @@ int lm_rdm_domain_init(struct lm_rdm_domain *dom, struct lm_fabric *fab,
 	dom->av_ops.to_str = link_ops->addr_to_str;
 	dom->av_ops.str_max = link_ops->addr_str_max;
 	dom->av_ops.check = link_ops->addr_check;
+	dom->av_ops.on_insert = av_on_insert;
 	dom->av_ops.on_remove = av_on_remove;
 	dom->util.av_addr_ops = &dom->av_ops;
 	atomic_init(&dom->av_gen, 0);
+	atomic_init(&dom->av_ins_gen, 0);
 	/* A progress thread beside the application's: locks are taken
 	 * whatever the threading model. */
 	dom->auto_progress =

@@ -304,6 +304,9 @@ struct lm_rdm_domain {
 	struct lm_av_addr_ops av_ops;
 	/* Bumped by every fi_av_remove: endpoints drop their fi_addr caches. */
 	atomic_uint_fast64_t av_gen;
+	/* Bumped by every insertion: unexpected messages from peers the AV
+	 * lacked when they came may now have an fi_addr (lm_rdm_rxc.unknown). */
+	atomic_uint_fast64_t av_ins_gen;
 	bool no_bulk;     /* the provider's "never use bulk copies" parameter */
 	/* The lock of every endpoint bound to a shared context of this
 	 * domain (lm_rdm_ep.lock). */
@@ -620,6 +623,11 @@ struct lm_rdm_rxc {
 	 * on its CQ and counter (lm_rdm_ep.shooks). */
 	struct lm_rdm_ep *sep;
 	bool enabled, hooked;
+	/* An unexpected message may wait from a peer not in the AV when it
+	 * came (FI_ADDR_NOTAVAIL), and the insertion count when the queues
+	 * were last looked through for such (recv.c adopt_unknown). */
+	bool unknown;
+	uint64_t unknown_gen;
 };
 
 /* A shared transmit context (fi_stx_context): operations are still posted

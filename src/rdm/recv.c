@@ -206,7 +206,53 @@ static void unexp_store(struct lm_rdm_ep *ep, struct lm_rdm_rxc *rxc, struct lm_
 		x->buf_len = plen;
 		rxc->acct->unexp_bytes += plen;
 	}
+	if (a->src == FI_ADDR_NOTAVAIL)
+		rxc->unknown = true;
 	lm_match_add_unexp(m, &x->u);
+}
+
+/* A peer's first messages may come before the application inserts its
+ * address (Open MPI inserts a peer when it first needs it: to receive
+ * from the source a probe named, say).  Those wait as FI_ADDR_NOTAVAIL;
+ * once addresses were inserted since they came, each whose peer now has
+ * an fi_addr is filed under it, so that a receive directed there or a
+ * FI_SOURCE completion finds it (libfabric's peer SRX does the same in
+ * foreach_unspec_addr).  Before every receive and peek; costs a load
+ * and a compare unless something is to be done. */
+static void adopt_unknown(struct lm_rdm_rxc *rxc)
+{
+	uint64_t gen;
+	struct lm_list *it;
+
+	if (!rxc->unknown)
+		return;
+	gen = atomic_load_explicit(&rxc->dom->av_ins_gen, memory_order_relaxed);
+	if (gen == rxc->unknown_gen)
+		return;
+	rxc->unknown_gen = gen;
+	rxc->unknown = false;
+	for (int k = 0; k < 2; k++) {
+		struct lm_match *m = k ? &rxc->tagged : &rxc->msg;
+		struct lm_list *lists[] = {&m->unexp, &m->claimed};
+
+		for (size_t l = 0; l < LM_ARRAY_SIZE(lists); l++) {
+			lm_list_foreach(lists[l], it)
+			{
+				struct lm_unexp_entry *u =
+				    lm_list_entry(it, struct lm_unexp_entry, node);
+				struct lm_rdm_unexp *x = u->payload;
+				fi_addr_t src;
+
+				if (u->src != FI_ADDR_NOTAVAIL)
+					continue;
+				src = lm_rdm_peer_fiaddr(x->ep, x->peer);
+				if (src == FI_ADDR_NOTAVAIL)
+					rxc->unknown = true;
+				else
+					lm_match_set_src(m, u, src);
+			}
+		}
+	}
 }
 
 /* An EAGER or RTS packet.  Inline in the dispatch below, its one caller:
@@ -390,6 +436,7 @@ static ssize_t peek(struct lm_rdm_rxc *rxc, struct lm_rdm_ep *ep, struct lm_matc
 	uint64_t cflags;
 
 	rxc_progress(rxc, ep);
+	adopt_unknown(rxc); /* what the progress brought too */
 	u = lm_match_peek(m, msg->addr, msg->tag, msg->ignore);
 	if (!u) {
 		struct fi_cq_err_entry e = {.op_context = msg->context,
@@ -542,6 +589,7 @@ static LM_HOT_INLINE ssize_t post_locked(struct lm_rdm_rxc *rxc, struct lm_rdm_e
 
 	if (!rxc->shared && !ep->enabled)
 		return -FI_EOPBADSTATE;
+	adopt_unknown(rxc);
 	ret = recv_source(rxc, ep, m, tagged, flags, &src);
 	if (ret)
 		return ret;

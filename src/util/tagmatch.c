@@ -284,6 +284,37 @@ struct lm_unexp_entry *lm_match_peek(struct lm_match *m, fi_addr_t src, uint64_t
 	return find_unexp(m, src, tag, ignore);
 }
 
+void lm_match_set_src(struct lm_match *m, struct lm_unexp_entry *u, fi_addr_t src)
+{
+	struct lm_match_src *b;
+	struct lm_list *it;
+
+	if (u->src == src)
+		return;
+	u->src = src;
+	if (u->claimed || !m->directed)
+		return; /* in no source's list */
+	if (u->bucket) {
+		b = u->bucket;
+		lm_list_remove(&u->src_node);
+		u->bucket = NULL;
+		src_put(m, b);
+	} else {
+		m->orphans--;
+	}
+	b = src_get(m, src);
+	if (!b) {
+		m->orphans++;
+		return;
+	}
+	u->bucket = b;
+	/* Behind the last of the source's messages that came before it. */
+	for (it = b->unexp.prev; it != &b->unexp; it = it->prev)
+		if (lm_container_of(it, struct lm_unexp_entry, src_node)->seq < u->seq)
+			break;
+	lm_list_insert_before(it->next, &u->src_node);
+}
+
 void lm_match_claim(struct lm_match *m, struct lm_unexp_entry *u, void *context)
 {
 	if (u->claimed)

@@ -126,6 +126,11 @@ static inline struct lm_rx_entry *lm_match_arrival(struct lm_match *m, fi_addr_t
 /* u->src, tag, len, data, flags filled by the caller. */
 void lm_match_add_unexp(struct lm_match *m, struct lm_unexp_entry *u);
 
+/* u's source became known after it arrived (its address was inserted
+ * into the AV since): filed under src from now on, in arrival order
+ * among that source's messages. */
+void lm_match_set_src(struct lm_match *m, struct lm_unexp_entry *u, fi_addr_t src);
+
 /* Take a queued receive out (a released multi-receive buffer). */
 void lm_match_remove_rx(struct lm_match *m, struct lm_rx_entry *rx);
 

@@ -10,15 +10,23 @@
 # rank, through a scalable endpoint).  Each MPI process checks in its
 # own /proc/self/maps that it runs on loom's library (mpi/loaded.h).
 #
-# Usage: mpi.sh <dir containing loom's libfabric.so.1>
+# With two_hosts: the same programs on 2+2 ranks across two "hosts"
+# (tests/lib/hosts.sh: network namespaces joined by a veth pair; host B
+# has a /dev/shm and a host name of its own).  mpirun runs on host A and starts host B's
+# daemon through a launch agent that enters B, as ssh would on a cluster.
+# Ranks on one host reach each other through shared memory, the other
+# host's over TCP, and loom's log must say so for every pair.  Needs root.
+#
+# Usage: mpi.sh <dir containing loom's libfabric.so.1> [two_hosts]
 # Environment: MPI_TIMEOUT (seconds per run, default 120).
 set -euo pipefail
 
-if [ $# -ne 1 ]; then
-	echo "usage: $0 <dir containing loom's libfabric.so.1>" >&2
+if [ $# -lt 1 ] || [ $# -gt 2 ] || { [ $# -eq 2 ] && [ "$2" != two_hosts ]; }; then
+	echo "usage: $0 <dir containing loom's libfabric.so.1> [two_hosts]" >&2
 	exit 2
 fi
 loom_dir=$(realpath "$1")
+mode=${2:-one_host}
 src=$(dirname "$(realpath "$0")")/mpi
 tmo=${MPI_TIMEOUT:-120}
 for p in mpicc mpirun; do
@@ -28,7 +36,14 @@ for p in mpicc mpirun; do
 	fi
 done
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/loom-mpi.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+cleanup() {
+	if [ "$mode" = two_hosts ]; then
+		hosts_down
+		umount "$tmp/mnt_b" "$tmp/uts_b" 2>/dev/null
+	fi
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
 
 for prog in ring match exchange rma rma_threads; do
 	# The sanitizer runtime preloaded for an ASan build of loom is not
@@ -51,11 +66,12 @@ one_sided=("${mtl[@]}" --mca btl ofi,self --mca btl_ofi_provider_include tcp
 	--mca osc rdma)
 
 fail=0
+launch=() # what mpirun runs under: nothing, or host A
 # run NAME EXPECT NP ARGS...: the job exits 0 and rank 0 prints EXPECT.
 run() {
 	local name=$1 expect=$2 np=$3 rc=0
 	shift 3
-	timeout "$tmo" mpirun -np "$np" "${common[@]}" "$@" >"$tmp/out" 2>&1 || rc=$?
+	timeout "$tmo" "${launch[@]}" mpirun -np "$np" "${common[@]}" "$@" >"$tmp/out" 2>&1 || rc=$?
 	if [ $rc -eq 0 ] && grep -q "^$expect\$" "$tmp/out"; then
 		echo "ok: $name ($expect)"
 	else
@@ -64,6 +80,52 @@ run() {
 		fail=1
 	fi
 }
+
+if [ "$mode" = two_hosts ]; then
+	. "$(dirname "$(realpath "$0")")/../lib/hosts.sh"
+	# One interface name on both hosts, so one FI_TCP_IFACE serves all.
+	hosts_up loommpi 10.79.0 lmveth lmveth || exit 1
+	# Host B's own /dev/shm and host name (Open MPI tells nodes apart by
+	# name: with one name, it takes both hosts for one node), in mount
+	# and UTS namespaces kept by bind mounts.
+	touch "$tmp/mnt_b" "$tmp/uts_b"
+	if ! unshare --mount="$tmp/mnt_b" --propagation private \
+		mount -t tmpfs -o mode=1777 tmpfs /dev/shm ||
+		! unshare --uts="$tmp/uts_b" hostname "loomhostb$$"; then
+		echo "FAIL: cannot make host B's /dev/shm and name" >&2
+		exit 1
+	fi
+	cat >"$tmp/agent" <<-EOF
+		#!/bin/sh
+		# Open MPI's launch agent: "agent HOST COMMAND..." runs COMMAND on host B.
+		shift
+		exec nsenter --net=/var/run/netns/$HOST_B --mount=$tmp/mnt_b --uts=$tmp/uts_b sh -c "\$*"
+	EOF
+	chmod +x "$tmp/agent"
+	printf '%s slots=2\n%s slots=2\n' "$HOST_IP_A" "$HOST_IP_B" >"$tmp/hosts"
+	launch=(nsenter --net=/var/run/netns/"$HOST_A")
+	export FI_TCP_IFACE=lmveth
+	unset OMPI_MCA_oob_tcp_if_include OMPI_MCA_btl_tcp_if_include
+	common+=(--hostfile "$tmp/hosts" --mca plm_rsh_agent "$tmp/agent"
+		--mca oob_tcp_if_include 10.79.0.0/24)
+	# Every pair of the four: the same host's through shared memory (two
+	# pairs, both ways), the other host's over TCP (four pairs).
+	FI_LOG_LEVEL=info run "all to all, 2+2 ranks on two hosts" "exchange: 4 ranks, 0 errors" 4 \
+		"${two_sided[@]}" -x FI_LOG_LEVEL "$tmp/exchange"
+	local_n=$(grep -c 'route_told.*: shared memory$' "$tmp/out" || true)
+	net_n=$(grep -c 'route_told.*: network (another host, user or network namespace)$' \
+		"$tmp/out" || true)
+	if [ "$local_n" != 4 ] || [ "$net_n" != 8 ]; then
+		echo "FAIL: routes: $local_n through shared memory (want 4), $net_n to another host (want 8)"
+		grep 'route_told' "$tmp/out" | sed 's/^/  | /'
+		fail=1
+	else
+		echo "ok: routes: 4 through shared memory, 8 to the other host"
+	fi
+	run "matching, 2+2 ranks on two hosts" "match: 4 ranks, 0 errors" 4 "${two_sided[@]}" "$tmp/match"
+	run "one-sided, 2+2 ranks on two hosts" "rma: 4 ranks, 0 errors" 4 "${one_sided[@]}" "$tmp/rma"
+	exit $fail
+fi
 
 run "two-sided, 2 ranks" "ring: 2 ranks, 0 errors" 2 "${two_sided[@]}" "$tmp/ring"
 run "two-sided, 4 ranks" "ring: 4 ranks, 0 errors" 4 "${two_sided[@]}" "$tmp/ring"

@@ -1,7 +1,10 @@
 /* tagged_unexpected.c - tagged messages across processes: thousands sent
  * before any receive is posted and then received out of order by exact
  * tags and by tag/ignore masks; FI_PEEK, FI_CLAIM and FI_DISCARD; and
- * FI_DIRECTED_RECV telling two senders apart (three processes). */
+ * FI_DIRECTED_RECV telling two senders apart (three processes); and
+ * messages that came before their sender was in the receiver's AV, found
+ * by directed receives and FI_SOURCE once it is inserted (as Open MPI
+ * inserts a peer when it first needs it). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -348,6 +351,75 @@ static void directed(char *buf)
 	}
 }
 
+/* ---- a sender the AV learns of after its messages came ------------------------ */
+
+static void late_insert(char *buf)
+{
+	static const size_t lens[3] = {8, 3000, 200000}; /* inline .. rendezvous */
+	const uint64_t T = 0x6000;
+
+	if (E.rank == 1) {
+		unsigned done = 0;
+
+		et_barrier(); /* the receiver forgot us */
+		for (unsigned i = 0; i < 3; i++) {
+			et_fill(buf + i * 300000, lens[i], T + i);
+			CHECK_INT(tsend_retry(buf + i * 300000, lens[i], E.addr[RECV], T + i,
+			                      NULL, &done),
+			          0);
+		}
+		et_fill(buf + 900000, 77, T + 3);
+		CHECK_INT(fi_send(E.ep, buf + 900000, 77, NULL, E.addr[RECV], NULL), 0);
+		et_barrier(); /* sent */
+		wait_tx(&done, 4);
+		et_barrier();
+	} else if (E.rank == RECV) {
+		struct fi_context ctx;
+		struct fi_cq_tagged_entry c;
+		struct fi_cq_err_entry err;
+		fi_addr_t src = 0, a = FI_ADDR_NOTAVAIL;
+		uint64_t end = et_now_us() + TMO * 1000ull;
+		ssize_t r;
+
+		CHECK_INT(fi_av_remove(E.av, &E.addr[1], 1, 0), 0);
+		et_barrier();
+		et_barrier();
+		/* Every message is here before the address is: the last tagged
+		 * one peeked (per-sender order), the untagged one by progress. */
+		do {
+			CHECK_INT(trecvmsg(NULL, 0, T + 2, &ctx, FI_PEEK), 0);
+			r = et_read(E.rxcq, &c, &src, &err, NULL, TMO);
+		} while (r == -FI_EAVAIL && err.err == FI_ENOMSG && et_now_us() < end);
+		CHECK_INT(r, 1);
+		CHECK_INT(src, FI_ADDR_NOTAVAIL); /* FI_SOURCE: not in the AV */
+		CHECK_INT(fi_av_insert(E.av, E.peer_name[1], 1, &a, 0, NULL), 1);
+		/* Directed to the sender, in its order; the rendezvous one too. */
+		for (unsigned i = 1; i < 3; i++) {
+			CHECK_INT(fi_trecv(E.ep, buf, lens[i], NULL, a, T + i, 0, NULL), 0);
+			CHECK_INT(et_read(E.rxcq, &c, &src, NULL, NULL, TMO), 1);
+			CHECK_INT(src, a);
+			CHECK_INT(c.len, lens[i]);
+			CHECK_INT(et_verify(buf, lens[i], T + i), (size_t)-1);
+		}
+		/* From any source: FI_SOURCE names it now. */
+		CHECK_INT(fi_trecv(E.ep, buf, lens[0], NULL, FI_ADDR_UNSPEC, T, 0, NULL), 0);
+		CHECK_INT(et_read(E.rxcq, &c, &src, NULL, NULL, TMO), 1);
+		CHECK_INT(src, a);
+		CHECK_INT(et_verify(buf, lens[0], T), (size_t)-1);
+		/* Untagged, directed. */
+		CHECK_INT(fi_recv(E.ep, buf, 77, NULL, a, NULL), 0);
+		CHECK_INT(et_read(E.rxcq, &c, &src, NULL, NULL, TMO), 1);
+		CHECK_INT(src, a);
+		CHECK_INT(et_verify(buf, 77, T + 3), (size_t)-1);
+		E.addr[1] = a;
+		et_barrier();
+	} else {
+		et_barrier();
+		et_barrier();
+		et_barrier();
+	}
+}
+
 static int proc(int rank, int nprocs, void *arg)
 {
 	char *buf = malloc((size_t)80 << 20);
@@ -358,6 +430,7 @@ static int proc(int rank, int nprocs, void *arg)
 	batch(buf);
 	peek(buf);
 	directed(buf);
+	late_insert(buf);
 	CHECK_INT(et_close(&E), 0);
 	free(buf);
 	return check_done();

@@ -40,12 +40,7 @@ fi
 nf=$(realpath "$1")
 loom_dir=$(realpath "$2")
 pp=${BIN_DIR:-/usr/bin}/fi_pingpong
-A=loomtcpA$$
-B=loomtcpB$$
-va=ltA$$ # interface names stay under 16 bytes
-vb=ltB$$
-ipa=10.77.0.1
-ipb=10.77.0.2
+. "$(dirname "$0")/../lib/hosts.sh"
 run_limit=60 # no process runs longer, whatever happens
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tcp_netns.XXXXXX")
 namespaces=()
@@ -57,23 +52,9 @@ fail() {
 	failed=1
 }
 
-# Every process in the namespaces, then the namespaces.
-kill_ns_procs() {
-	local ns pid
-	for ns in "${namespaces[@]}"; do
-		for pid in $(ip netns pids "$ns" 2>/dev/null); do
-			kill -9 "$pid" 2>/dev/null
-		done
-	done
-}
 cleanup() {
-	local ns
-	kill_ns_procs
+	hosts_down
 	wait 2>/dev/null
-	for ns in "${namespaces[@]}"; do
-		ip netns del "$ns" 2>/dev/null
-	done
-	namespaces=()
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -96,44 +77,17 @@ elapsed() { # seconds since $1 (an $EPOCHREALTIME), one decimal
 
 # ---- the two hosts ----------------------------------------------------------
 
-if ! out=$(ip netns add "$A" 2>&1); then
-	echo "FAIL: cannot create a network namespace (ip netns add $A: $out)." >&2
-	echo "FAIL: this test needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN); CI runs it as root." >&2
-	exit 1
-fi
-namespaces+=("$A")
-if ! ip netns add "$B"; then
-	echo "FAIL: cannot create namespace $B" >&2
-	exit 1
-fi
-namespaces+=("$B")
-ip -n "$A" link set lo up && ip -n "$B" link set lo up || exit 1
+hosts_up loomtcp 10.77.0 ltA$$ ltB$$ || exit 1 # names under 16 bytes
+A=$HOST_A B=$HOST_B va=$HOST_IF_A vb=$HOST_IF_B ipa=$HOST_IP_A ipb=$HOST_IP_B
+namespaces=("$A" "$B")
 
 # The veth pair, addressed and up (carrier on both ends, so the first
 # packets are not lost); made again for a check that must not inherit
 # the state the last one left (neighbour entries that failed while the
 # link was down).
 make_link() {
-	local i ns addrs want
-	ip -n "$A" link del "$va" 2>/dev/null # and its peer
-	if ! { ip -n "$A" link add "$va" type veth peer name "$vb" netns "$B" &&
-		ip -n "$A" addr add "$ipa/24" dev "$va" &&
-		ip -n "$B" addr add "$ipb/24" dev "$vb" &&
-		ip -n "$A" link set "$va" up && ip -n "$B" link set "$vb" up; }; then
-		fail "making the veth pair $va/$vb failed"
-		return 1
-	fi
-	for ((i = 0; ; i++)); do
-		if ip -n "$A" link show "$va" | grep -q LOWER_UP &&
-			ip -n "$B" link show "$vb" | grep -q LOWER_UP; then
-			break
-		fi
-		if ((i == 100)); then
-			fail "veth $va/$vb did not come up"
-			return 1
-		fi
-		sleep 0.05
-	done
+	local ns addrs want
+	hosts_link || { failed=1; return 1; }
 	# Each host has no other IPv4 address than loopback and its own.
 	for ns in "$A" "$B"; do
 		addrs=$(ip -n "$ns" -4 -o addr show | awk '{ print $4 }' | sort | tr '\n' ' ')
@@ -234,7 +188,7 @@ wait_exit() {
 			fail "$tag still running after $secs s (hung):"
 			sed 's/^/    /' "$tmp/$tag.out" >&2
 			backtrace "$tag"
-			kill_ns_procs
+			hosts_kill
 			wait "$pid" 2>/dev/null
 			rc=hung
 			return 1
@@ -252,7 +206,7 @@ check_no_procs() {
 		left=$(ip netns pids "$ns" 2>/dev/null | tr '\n' ' ')
 		if [ -n "$left" ]; then
 			fail "$1: processes still running in $ns: $left"
-			kill_ns_procs
+			hosts_kill
 		fi
 	done
 }
@@ -324,7 +278,7 @@ stream_start() {
 
 stream() {
 	stream_start "$@" && return 0
-	kill_ns_procs # a failed start leaves nothing running
+	hosts_kill # a failed start leaves nothing running
 	wait $srv $cli 2>/dev/null
 	return 1
 }

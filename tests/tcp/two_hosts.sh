@@ -11,7 +11,8 @@
 # Usage: two_hosts.sh <tcp_same_host executable>
 #
 # Needs root (network and mount namespaces): CI runs it as root.  The
-# namespaces carry this shell's pid; a trap deletes them on every exit.
+# namespaces (tests/lib/hosts.sh) carry this shell's pid; a trap deletes
+# them on every exit.
 set -uo pipefail
 
 if [ $# -ne 1 ]; then
@@ -19,53 +20,13 @@ if [ $# -ne 1 ]; then
 	exit 2
 fi
 prog=$(realpath "$1")
-A=loomhostA$$
-B=loomhostB$$
-va=lhA$$ # interface names stay under 16 bytes
-vb=lhB$$
-ipa=10.78.0.1
-ipb=10.78.0.2
-namespaces=()
-
-cleanup() {
-	local ns pid
-	for ns in "${namespaces[@]}"; do
-		for pid in $(ip netns pids "$ns" 2>/dev/null); do
-			kill -9 "$pid" 2>/dev/null
-		done
-		ip netns del "$ns" 2>/dev/null
-	done
-}
-trap cleanup EXIT
+. "$(dirname "$0")/../lib/hosts.sh"
+trap hosts_down EXIT
 trap 'echo "FAIL: interrupted" >&2; exit 1' INT TERM HUP
+hosts_up loomhost 10.78.0 lhA$$ lhB$$ || exit 1 # names under 16 bytes
 
-for ns in "$A" "$B"; do
-	if ! out=$(ip netns add "$ns" 2>&1); then
-		echo "FAIL: cannot create a network namespace (ip netns add $ns: $out);" \
-			"this test needs root" >&2
-		exit 1
-	fi
-	namespaces+=("$ns")
-	ip -n "$ns" link set lo up || exit 1
-done
-if ! { ip -n "$A" link add "$va" type veth peer name "$vb" netns "$B" &&
-	ip -n "$A" addr add "$ipa/24" dev "$va" &&
-	ip -n "$B" addr add "$ipb/24" dev "$vb" &&
-	ip -n "$A" link set "$va" up && ip -n "$B" link set "$vb" up; }; then
-	echo "FAIL: making the veth pair $va/$vb failed" >&2
-	exit 1
-fi
-for ((i = 0; ; i++)); do
-	ip -n "$A" link show "$va" | grep -q LOWER_UP &&
-		ip -n "$B" link show "$vb" | grep -q LOWER_UP && break
-	if ((i == 100)); then
-		echo "FAIL: veth $va/$vb did not come up" >&2
-		exit 1
-	fi
-	sleep 0.05
-done
-
-LOOM_NS_A=$A LOOM_NS_B=$B LOOM_IF_A=$va LOOM_IF_B=$vb LOOM_IP_A=$ipa LOOM_IP_B=$ipb \
+LOOM_NS_A=$HOST_A LOOM_NS_B=$HOST_B LOOM_IF_A=$HOST_IF_A LOOM_IF_B=$HOST_IF_B \
+	LOOM_IP_A=$HOST_IP_A LOOM_IP_B=$HOST_IP_B \
 	timeout 150 "$prog" two_hosts
 rc=$?
 [ $rc -eq 0 ] || echo "FAIL: $prog two_hosts exited with $rc" >&2

@@ -109,6 +109,38 @@ static void test_kept_record(void)
 	CHECK(m.kept == NULL);
 }
 
+/* Messages that came from a source not yet known (FI_ADDR_NOTAVAIL),
+ * interleaved with later ones filed under the source: once they are
+ * given its address, a directed receive takes all of them in arrival
+ * order, and the unknown source's record is gone. */
+static void test_set_src(void)
+{
+	struct lm_match m;
+	struct lm_unexp_entry *u[4];
+	struct lm_rx_entry rx;
+
+	CHECK_INT(lm_match_init(&m, true, true), 0);
+	for (int i = 0; i < 4; i++) {
+		u[i] = ux_new(i % 2 ? SRC_A : FI_ADDR_NOTAVAIL, 7, 0);
+		lm_match_add_unexp(&m, u[i]);
+	}
+	CHECK_INT(m.srcs.count, 2);
+	lm_match_set_src(&m, u[2], SRC_A); /* out of order, on purpose */
+	lm_match_set_src(&m, u[0], SRC_A);
+	CHECK_INT(m.srcs.count, 2); /* NOTAVAIL's record kept, empty */
+	for (int i = 0; i < 4; i++) {
+		memset(&rx, 0, sizeof(rx));
+		rx.src = SRC_A;
+		rx.tag = 7;
+		CHECK(lm_match_post(&m, &rx) == u[i]);
+		CHECK_INT(u[i]->src, SRC_A);
+		free(u[i]);
+	}
+	CHECK_INT(m.unexp_count, 0);
+	CHECK_SRCS_IDLE(m);
+	lm_match_fini(&m);
+}
+
 static void test_unexp_first(void)
 {
 	struct lm_match m;
@@ -978,6 +1010,7 @@ int main(void)
 	test_posted_first();
 	test_unexp_first();
 	test_kept_record();
+	test_set_src();
 	test_tags();
 	test_directed_order();
 	test_directed_disabled();
