@@ -259,15 +259,27 @@ const char *et_prov(void)
 	return p && *p ? p : "shm";
 }
 
+const struct test_prov *et_desc(void)
+{
+	const struct test_prov *d = test_prov_find(et_prov());
+
+	if (!d) {
+		fprintf(stderr, "provider %s is not described in tests/lib/provs.h\n", et_prov());
+		exit(2);
+	}
+	return d;
+}
+
 const char *et_link(void)
 {
-	const char *p = et_prov(), *on = getenv("FI_TCP_ENABLE_SHM");
+	const struct test_prov *d = et_desc();
+	const char *on = d->shm_param ? getenv(d->shm_param) : NULL;
 
-	if (strcmp(p, "tcp"))
-		return p;
+	if (!d->shm_param)
+		return d->name;
 	if (on && (!strcmp(on, "0") || !strcasecmp(on, "no") || !strcasecmp(on, "false") ||
 	           !strcasecmp(on, "off")))
-		return "tcp";
+		return d->name;
 	return "shm";
 }
 
@@ -543,25 +555,12 @@ int et_regions_of(pid_t pid)
 	return n;
 }
 
-/* The protocol boundaries of each link (see src/prov/<name>): shm's
- * inline cell payload (192 B), inject and bounce size (4 KiB), its
- * packet (64 KiB); tcp's inline (256 B), inject (4 KiB), eager (64 KiB)
- * and packet (192 KiB) sizes; and the engine's largest RTS with its first
- * piece (512 KiB). */
-static const size_t shm_sizes[] = {1,      191,    192,    193,      4095,
-                                   4096,   4097,   65535,  65536,    65537,
-                                   524287, 524288, 524289, 1u << 20, 16u << 20};
-static const size_t tcp_sizes[] = {1,      255,    256,    257,    4095,     4096,
-                                   4097,   65535,  65536,  65537,  196607,   196608,
-                                   196609, 524287, 524288, 524289, 1u << 20, 16u << 20};
-
 size_t et_edge_sizes(const size_t **sizes)
 {
-	bool tcp = !strcmp(et_link(), "tcp");
+	const struct test_prov *d = test_prov_find(et_link());
 
-	*sizes = tcp ? tcp_sizes : shm_sizes;
-	return tcp ? sizeof(tcp_sizes) / sizeof(tcp_sizes[0])
-	           : sizeof(shm_sizes) / sizeof(shm_sizes[0]);
+	*sizes = d->edges;
+	return d->nedges;
 }
 
 int et_stray(struct et_ep *e, int ms)

@@ -17,6 +17,8 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
+#include "provs.h"
+
 #define ET_MAX_PROCS 16
 #define ET_SLOT      64 /* bytes each process contributes to an all-gather */
 
@@ -85,8 +87,12 @@ int et_barrier(void);
  * as the source address (::1: the tcp6 row, tcp over IPv6), and fails
  * unless the endpoint's name starts with $LOOM_TEST_NAME_PREFIX, if set. */
 const char *et_prov(void);
-/* The link two processes of this host talk through: "shm" on shm, and on
- * tcp while FI_TCP_ENABLE_SHM leaves that on (its default); "tcp" else. */
+/* Its description (tests/lib/provs.h): what a test that differs by
+ * provider asks.  Never NULL: an unknown provider fails the process. */
+const struct test_prov *et_desc(void);
+/* The link two processes of this host talk through: "shm" where the
+ * provider is shm or sends to same-host peers through shared memory (its
+ * shm_param, on by default); else the provider's own. */
 const char *et_link(void);
 
 /* Open everything, exchange names with the group (collective) and insert

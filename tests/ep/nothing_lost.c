@@ -74,10 +74,6 @@ struct shared {
 
 static struct shared *sh;
 
-static bool is_tcp(void)
-{
-	return !strcmp(et_prov(), "tcp");
-}
 
 static uint64_t seed_of(const struct cell *c, int i)
 {
@@ -92,7 +88,7 @@ static void wait_gone(struct et_ep *e, pid_t pid)
 	uint64_t end = et_now_us() + GONE_MS * 1000ull;
 
 	while (!et_gone(pid) && et_now_us() < end) {
-		if (is_tcp())
+		if (et_desc()->accepts)
 			et_progress(e);
 		usleep(2000);
 	}

@@ -87,10 +87,6 @@ struct record {
 
 static struct record *rec;
 
-static bool is_tcp(void)
-{
-	return !strcmp(et_prov(), "tcp");
-}
 
 /* splitmix64: one PRNG step. */
 static uint64_t next_rand(uint64_t *x)
@@ -566,7 +562,7 @@ static int proc(int rank, int nprocs, void *arg)
 	sender_pid = e.pid[SENDER];
 	CHECK_INT(fi_close(&mr->fid), 0);
 	CHECK_INT(et_close(&e), 0);
-	if (!is_tcp())
+	if (et_desc()->regions)
 		check_regions(sender_pid);
 	for (int i = 0; i < s->nops; i++)
 		free(rv.slot[i].buf);
@@ -585,9 +581,9 @@ static int run(uint64_t seed)
 	snprintf(what, sizeof(what),
 	         "random_kills %s seed %llu (%d ops, %d in flight, window %d%s)",
 	         et_prov(), (unsigned long long)seed, s.nops, s.inflight, s.window,
-	         is_tcp()   ? ""
-	         : s.no_cma ? ", no CMA"
-	                    : ", CMA");
+	         !et_desc()->cma_switch ? ""
+	         : s.no_cma             ? ", no CMA"
+	                                : ", CMA");
 	return et_run(what, 2, RUN_S, proc, &s, 1u << SENDER);
 }
 

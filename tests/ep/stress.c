@@ -216,7 +216,7 @@ static void push(struct slot **list, struct slot *s)
 
 static const char *half(void)
 {
-	if (strcmp(et_prov(), "shm"))
+	if (!et_desc()->cma_switch)
 		return et_prov();
 	return g_cma ? "CMA" : "no CMA";
 }
@@ -532,7 +532,7 @@ int main(int argc, char **argv)
 	if (g_total > DEF_TOTAL || g_max > DEF_MAXSZ)
 		tmo = 290; /* two halves within meson's 600 s */
 	fprintf(stderr, "%u messages, 1 B .. %zu B, %d processes\n", g_total, g_max, g_nproc);
-	if (strcmp(et_prov(), "shm")) {
+	if (!et_desc()->cma_switch) {
 		tmo = 580;
 		return et_run("stress", g_nproc, tmo, proc, NULL, 0);
 	}

@@ -39,6 +39,7 @@
 #include <rdma/fi_trigger.h>
 
 #include "check.h"
+#include "provs.h"
 
 /* Bits no flag, capability or access right of the API uses. */
 #define UNKNOWN_FLAG  (1ULL << 15)
@@ -2017,18 +2018,18 @@ static void check_library(void)
 
 int main(int argc, char **argv)
 {
-	const char *provs[] = {"shm", "tcp"};
-
 	setenv("FI_TCP_IFACE", "lo", 0);
 	check_library();
-	for (size_t p = 0; p < sizeof(provs) / sizeof(provs[0]); p++) {
-		if (getenv("MISUSE_PROV") && strcmp(getenv("MISUSE_PROV"), provs[p]))
+	for (size_t p = 0; p < TEST_NPROVS; p++) {
+		const char *prov = test_provs[p].name;
+
+		if (getenv("MISUSE_PROV") && strcmp(getenv("MISUSE_PROV"), prov))
 			continue;
 		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 			if (argc > 1 && strcmp(argv[1], cases[i].name))
 				continue;
 			check_count++;
-			if (!run_case(provs[p], &cases[i]))
+			if (!run_case(prov, &cases[i]))
 				check_failures++;
 		}
 	}

@@ -22,6 +22,7 @@
 #include <rdma/fi_tagged.h>
 
 #include "check.h"
+#include "provs.h"
 
 /* Slots the headers test with FI_CHECK_OP before calling (or never call):
  * those may stay empty, as objects built against older headers have them. */
@@ -256,8 +257,8 @@ out:
 int main(void)
 {
 	setenv("FI_TCP_IFACE", "lo", 1);
-	check_prov("shm", FI_EP_RDM);
-	check_prov("tcp", FI_EP_RDM);
-	check_prov("tcp", FI_EP_MSG);
+	for (size_t p = 0; p < TEST_NPROVS; p++)
+		for (const enum fi_ep_type *t = test_provs[p].types; *t; t++)
+			check_prov(test_provs[p].name, *t);
 	return check_done();
 }

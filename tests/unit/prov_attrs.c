@@ -35,6 +35,7 @@
 #include <rdma/fi_errno.h>
 
 #include "check.h"
+#include "provs.h"
 
 #define TAG_ALL 0xaaaaaaaaaaaaaaaaULL
 
@@ -316,18 +317,14 @@ int main(void)
 {
 	setenv("FI_TCP_IFACE", "lo", 1);
 	unsetenv("FI_PROVIDER");
-	check_prov("shm", FI_EP_RDM);
-	check_prov("tcp", FI_EP_RDM);
-	check_prov("tcp", FI_EP_MSG);
-	check_caps("shm", FI_EP_RDM);
-	check_caps("tcp", FI_EP_RDM);
-	check_caps("tcp", FI_EP_MSG);
-	check_v2_caps("shm", FI_EP_RDM);
-	check_v2_caps("tcp", FI_EP_RDM);
-	check_v2_caps("tcp", FI_EP_MSG);
-	check_mr_mode("shm", FI_EP_RDM);
-	check_mr_mode("tcp", FI_EP_RDM);
-	check_mr_mode("tcp", FI_EP_MSG);
+	for (size_t p = 0; p < TEST_NPROVS; p++) {
+		for (const enum fi_ep_type *t = test_provs[p].types; *t; t++) {
+			check_prov(test_provs[p].name, *t);
+			check_caps(test_provs[p].name, *t);
+			check_v2_caps(test_provs[p].name, *t);
+			check_mr_mode(test_provs[p].name, *t);
+		}
+	}
 	check_tcp_src();
 	return check_done();
 }
