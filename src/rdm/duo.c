@@ -255,6 +255,15 @@ static void local_recv(void *arg, const void *src, const void *hdr, const void *
 		}
 		l->last = p;
 	}
+	/* A peer sends through shared memory only once it holds our offer:
+	 * its packet says so as well as the CONFIRM still on its way over
+	 * the network, and a reply (a rendezvous' FIN) must not wait for
+	 * that, which the network side, read seldom while shared memory is
+	 * busy, may bring only after our application stopped calling. */
+	if (p->route == ROUTE_WAIT) {
+		p->route = ROUTE_LOCAL;
+		route_told(l, p, "");
+	}
 	l->recv(l->arg, p->net.addr, hdr, payload, len);
 }
 
@@ -367,6 +376,9 @@ static LM_HOT_INLINE struct lm_link *route_of(struct duo_link *l, struct lm_link
 		*h = p->np;
 		return l->net;
 	}
+	/* The answer comes over the network: read it at the next poll,
+	 * however busy shared memory is. */
+	atomic_store_explicit(&l->net_due, true, memory_order_relaxed);
 	*err = -FI_EAGAIN;
 	return NULL;
 }

@@ -3,7 +3,10 @@
 # one of loom's providers, with its data checks (-c) over every size
 # (-S all), for message and tagged (-m tagged) transfers; for shm once more
 # with cross-memory attach disabled (FI_SHM_DISABLE_CMA=1, the bounce-buffer
-# fallback).  LD_DEBUG=libs proves both processes ran loom's library.
+# fallback).  LD_DEBUG=libs proves both processes ran loom's library.  On
+# tcp's RDM endpoints the client, which builds the server's address from
+# host and port, must say in its log (FI_LOG_LEVEL=info) that it reaches
+# the server through shared memory, or never with FI_TCP_ENABLE_SHM=0.
 #
 # Usage: debian_pingpong.sh <dir containing loom's libfabric.so.1>
 #        [<provider> [<endpoint type>]]   (default: shm rdm)
@@ -93,11 +96,26 @@ run() {
 		echo "FAIL: $tag: client did not reach the largest size" >&2
 		fail=1
 	fi
+	if [ -n "$route_env" ]; then
+		if [ "${FI_TCP_ENABLE_SHM:-1}" = 0 ]; then
+			if grep -q 'route_told.*: shared memory$' "$tmp/$tag/cli.out"; then
+				echo "FAIL: $tag: shared memory with FI_TCP_ENABLE_SHM=0" >&2
+				fail=1
+			fi
+		elif ! grep -q 'route_told.*: shared memory$' "$tmp/$tag/cli.out" ||
+			grep -q 'route_told.*: network' "$tmp/$tag/cli.out"; then
+			echo "FAIL: $tag: the client did not reach the server through shared memory" >&2
+			grep 'route_told' "$tmp/$tag/cli.out" >&2
+			fail=1
+		fi
+	fi
 	echo "ok: $tag ($(grep -c '^[0-9]' "$tmp/$tag/cli.out") sizes)"
 }
 
-run "$prov-$ep-msg" "" -c -S all "${iters[@]}"
-run "$prov-$ep-tagged" "" -m tagged -c -S all "${iters[@]}"
+route_env=
+[ "$prov" = tcp ] && [ "$ep" = rdm ] && route_env=FI_LOG_LEVEL=info
+run "$prov-$ep-msg" "$route_env" -c -S all "${iters[@]}"
+run "$prov-$ep-tagged" "$route_env" -m tagged -c -S all "${iters[@]}"
 if [ "$prov" = shm ]; then
 	run "$prov-$ep-msg_nocma" "FI_SHM_DISABLE_CMA=1" -c -S all "${iters[@]}"
 fi

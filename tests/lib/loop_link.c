@@ -336,6 +336,7 @@ const struct lm_link_ops loop_link_ops = {
     .name = "loop",
     .addrlen = sizeof(uint64_t),
     .addr_from_str = loop_from_str,
+    .addr_str_max = sizeof("loop://18446744073709551615"),
     .addr_to_str = loop_to_str,
     .open = loop_open,
     .close = loop_close,
