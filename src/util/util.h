@@ -2,7 +2,7 @@
  * objects every provider reuses (fabric and domain bases, locks, wait
  * objects, progress hooks, CQs, counters, EQs, AVs, MRs, poll sets, tag
  * matching, atomics), the containers they are built from, and iovec,
- * socket and descriptor helpers.  Each object family keeps its
+ * socket, descriptor and IP address helpers.  Each object family keeps its
  * declarations in its own small header, included here, so users include
  * only util.h. */
 #ifndef LOOM_UTIL_H
@@ -28,6 +28,7 @@
 
 #include "bufpool.h"
 #include "hash.h"
+#include "inet.h"
 #include "iov.h"
 #include "list.h"
 #include "ring.h"

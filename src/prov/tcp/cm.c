@@ -73,18 +73,18 @@ static const struct tcp_cm_msg *cm_hdr(const struct cm_in *in)
 /* The address as the info's format gives it, into buf of *len bytes
  * (NULL: none): as much as fits, *len set to the whole length, and
  * -FI_ETOOSMALL when that did not fit (man fi_cm). */
-static int addr_out(uint32_t fmt, const union tcp_addr *a, void *buf, size_t *len)
+static int addr_out(uint32_t fmt, const union lm_inet_addr *a, void *buf, size_t *len)
 {
 	char text[80];
 	size_t need = sizeof(text), room = buf ? *len : 0;
 	const void *src = text;
 
 	if (fmt == FI_ADDR_STR) {
-		if (tcp_addr_to_str(a, text, &need))
+		if (lm_inet_to_str(a, text, &need))
 			return -FI_EINVAL;
 	} else {
 		src = a;
-		need = tcp_addr_len(a->sa.sa_family);
+		need = lm_inet_len(a->sa.sa_family);
 	}
 	if (room)
 		memcpy(buf, src, LM_MIN(room, need));
@@ -94,7 +94,7 @@ static int addr_out(uint32_t fmt, const union tcp_addr *a, void *buf, size_t *le
 
 /* An address in the info's format, of the family the format names
  * (FI_SOCKADDR_IN, FI_SOCKADDR_IN6) or either. */
-static int addr_in(uint32_t fmt, const void *addr, size_t len, union tcp_addr *out)
+static int addr_in(uint32_t fmt, const void *addr, size_t len, union lm_inet_addr *out)
 {
 	int family = fmt == FI_SOCKADDR_IN    ? AF_INET
 	             : fmt == FI_SOCKADDR_IN6 ? AF_INET6
@@ -103,9 +103,9 @@ static int addr_in(uint32_t fmt, const void *addr, size_t len, union tcp_addr *o
 	if (!addr)
 		return -FI_EINVAL;
 	if (fmt == FI_ADDR_STR)
-		return memchr(addr, 0, len) ? tcp_addr_parse(addr, NULL, family, out)
+		return memchr(addr, 0, len) ? lm_inet_parse(addr, NULL, family, out)
 		                            : -FI_EINVAL;
-	return tcp_addr_load(out, addr, len, family);
+	return lm_inet_load(out, addr, len, family);
 }
 
 /* ---- passive endpoints ---------------------------------------------------- */
@@ -122,7 +122,7 @@ struct tcp_connreq {
 	struct lm_list node;
 	struct tcp_pep *pep;
 	int fd;
-	union tcp_addr peer;
+	union lm_inet_addr peer;
 	struct cm_in in;
 };
 
@@ -131,7 +131,7 @@ struct tcp_pep {
 	struct lm_fabric *fab;
 	struct fi_info *info;
 	int lfd, epfd;
-	union tcp_addr addr;
+	union lm_inet_addr addr;
 	struct lm_eq *eq;
 	struct lm_progress prog;
 	struct lm_list pending; /* tcp_connreq still being read */
@@ -142,9 +142,10 @@ struct tcp_pep {
 
 /* A listening socket's beginnings: bound to a (port 0: in the provider's
  * port range, as the RDM endpoints' listeners), not listening yet. */
-static int pep_socket(const struct tcp_params *params, const union tcp_addr *a, int *out)
+static int pep_socket(const struct tcp_params *params, const union lm_inet_addr *a,
+                      int *out)
 {
-	int ret = lm_sock_bind(&a->sa, tcp_addr_len(a->sa.sa_family), params->port_low,
+	int ret = lm_sock_bind(&a->sa, lm_inet_len(a->sa.sa_family), params->port_low,
 	                       params->port_high, out);
 
 	if (ret)
@@ -248,7 +249,7 @@ static void pep_progress(struct lm_progress *prog)
 				r->fid.ops = (struct fi_ops *)&connreq_ops;
 				r->pep = p;
 				r->fd = fd;
-				tcp_addr_of_fd(fd, true, &r->peer);
+				lm_inet_of_fd(fd, true, &r->peer);
 				e.data.ptr = r;
 				lm_list_push_back(&p->pending, &r->node);
 				if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, fd, &e)) {
@@ -334,7 +335,7 @@ static int pep_getname(fid_t fid, void *addr, size_t *addrlen)
 static int pep_setname(fid_t fid, void *addr, size_t addrlen)
 {
 	struct tcp_pep *p = lm_container_of(fid, struct tcp_pep, pep_fid.fid);
-	union tcp_addr a;
+	union lm_inet_addr a;
 	int fd, ret;
 
 	if (p->listening || p->lfd < 0)
@@ -347,7 +348,7 @@ static int pep_setname(fid_t fid, void *addr, size_t addrlen)
 		return ret;
 	close(p->lfd);
 	p->lfd = fd;
-	tcp_addr_of_fd(p->lfd, false, &p->addr);
+	lm_inet_of_fd(p->lfd, false, &p->addr);
 	return 0;
 }
 
@@ -392,7 +393,7 @@ static int pep_reject(struct fid_pep *fid, fid_t handle, const void *param,
 /* fi_endpoint with info->handle a passive endpoint (man fi_endpoint): the
  * active endpoint gets its bound socket, so it connects from the address
  * fi_setname gave, and the passive endpoint keeps nothing but its name. */
-static int pep_take(fid_t handle, int family, int *fd, union tcp_addr *addr)
+static int pep_take(fid_t handle, int family, int *fd, union lm_inet_addr *addr)
 {
 	struct tcp_pep *p = lm_container_of(handle, struct tcp_pep, pep_fid.fid);
 	int ret = 0;
@@ -471,7 +472,7 @@ int tcp_passive_ep(struct fid_fabric *fabric, struct fi_info *info, struct fid_p
 {
 	struct lm_fabric *fab = lm_container_of(fabric, struct lm_fabric, fabric_fid);
 	struct tcp_pep *p;
-	union tcp_addr a = {.sa.sa_family = AF_INET};
+	union lm_inet_addr a = {.sa.sa_family = AF_INET};
 	int ret;
 
 	if (!info || !out || !info->ep_attr || info->ep_attr->type != FI_EP_MSG)
@@ -495,7 +496,7 @@ int tcp_passive_ep(struct fid_fabric *fabric, struct fi_info *info, struct fid_p
 	ret = pep_socket(&p->params, &a, &p->lfd);
 	if (ret)
 		goto err;
-	tcp_addr_of_fd(p->lfd, false, &p->addr);
+	lm_inet_of_fd(p->lfd, false, &p->addr);
 	p->fab = fab;
 	lm_list_init(&p->pending);
 	lm_lock_init(&p->lock, true);
@@ -534,7 +535,7 @@ struct tcp_msg {
 	enum msg_state state;
 	int fd;     /* while connecting; before, a socket taken from a pep */
 	bool bound; /* fd is that socket, named self */
-	union tcp_addr self, peer;
+	union lm_inet_addr self, peer;
 	unsigned char param[TCP_CM_DATA_MAX];
 	size_t param_len;
 	struct cm_in in;
@@ -737,7 +738,7 @@ static int msg_connect(struct fid_ep *fid, const void *addr, const void *param,
 	/* Of the domain's family: the link's addresses are all one size. */
 	if (addr_in(info->addr_format, addr,
 	            info->dest_addrlen ? info->dest_addrlen : sizeof(m->peer), &m->peer) ||
-	    tcp_addr_len(m->peer.sa.sa_family) != m->ep->dom->link_ops->addrlen)
+	    lm_inet_len(m->peer.sa.sa_family) != m->ep->dom->link_ops->addrlen)
 		return -FI_EINVAL;
 	ret = msg_begin(m);
 	if (ret)
@@ -755,7 +756,7 @@ static int msg_connect(struct fid_ep *fid, const void *addr, const void *param,
 	m->param_len = paramlen;
 	m->start_ms = lm_now_ms();
 	m->in.got = 0;
-	if (connect(m->fd, &m->peer.sa, tcp_addr_len(m->peer.sa.sa_family)) &&
+	if (connect(m->fd, &m->peer.sa, lm_inet_len(m->peer.sa.sa_family)) &&
 	    errno != EINPROGRESS) {
 		close(m->fd);
 		m->fd = -1;

@@ -109,7 +109,7 @@ struct tcp_conn {
 struct lm_link_peer {
 	struct lm_hnode hnode; /* link->peers, by address */
 	struct lm_list node;   /* link->peer_list */
-	union tcp_addr addr;
+	union lm_inet_addr addr;
 	struct tcp_conn *conn; /* the one carrying data (or becoming it) */
 	uint64_t instance;     /* the remote endpoint's, once known */
 	bool broken;           /* connection lost or refused: peer_alive false */
@@ -138,7 +138,7 @@ struct tcp_link {
 	const struct tcp_params *params;
 	int epfd, lfd;
 	int family; /* AF_INET or AF_INET6: every address of the link's */
-	union tcp_addr self;
+	union lm_inet_addr self;
 	uint64_t instance;
 	size_t hdr_size;
 	lm_link_recv_fn recv;
@@ -219,7 +219,7 @@ int tcp_hello_check(const struct tcp_hello *h, uint32_t want_kind)
 
 /* ---- helpers --------------------------------------------------------------- */
 
-static uint64_t addr_hash(const union tcp_addr *a)
+static uint64_t addr_hash(const union lm_inet_addr *a)
 {
 	return lm_hash_bytes(a, sizeof(*a));
 }
@@ -381,7 +381,7 @@ static void conns_reap(struct tcp_link *l)
 	}
 }
 
-static struct lm_link_peer *peer_find(struct tcp_link *l, const union tcp_addr *a)
+static struct lm_link_peer *peer_find(struct tcp_link *l, const union lm_inet_addr *a)
 {
 	struct lm_hnode *n = lm_hmap_find(&l->peers, addr_hash(a));
 
@@ -394,8 +394,8 @@ static struct lm_link_peer *peer_find(struct tcp_link *l, const union tcp_addr *
 	return NULL;
 }
 
-/* a is normalized (tcp_addr_load). */
-static struct lm_link_peer *peer_get(struct tcp_link *l, const union tcp_addr *a)
+/* a is normalized (lm_inet_load). */
+static struct lm_link_peer *peer_get(struct tcp_link *l, const union lm_inet_addr *a)
 {
 	struct lm_link_peer *p = peer_find(l, a);
 
@@ -420,7 +420,7 @@ static void hello_fill(struct tcp_link *l, struct tcp_hello *h, uint32_t kind,
 	h->kind = kind;
 	h->instance = l->instance;
 	h->status = status;
-	h->addrlen = tcp_addr_len(l->family);
+	h->addrlen = lm_inet_len(l->family);
 	memcpy(h->addr, &l->self, h->addrlen);
 }
 
@@ -513,7 +513,7 @@ static int conn_start(struct tcp_link *l, struct lm_link_peer *p)
 
 	if (fd < 0)
 		return lm_neg_errno(errno);
-	if (connect(fd, &p->addr.sa, tcp_addr_len(l->family)) &&
+	if (connect(fd, &p->addr.sa, lm_inet_len(l->family)) &&
 	    errno != EINPROGRESS) {
 		LM_INFO(tcp_log_prov, FI_LOG_EP_CTRL, "connect: %s\n", strerror(errno));
 		close(fd);
@@ -548,7 +548,7 @@ static void on_connected(struct tcp_link *l, struct tcp_conn *c)
 }
 
 /* Does the connection opened by a win over one opened by b? */
-static bool opener_wins(const union tcp_addr *a, const union tcp_addr *b)
+static bool opener_wins(const union lm_inet_addr *a, const union lm_inet_addr *b)
 {
 	return memcmp(a, b, sizeof(*a)) < 0;
 }
@@ -557,12 +557,12 @@ static bool opener_wins(const union tcp_addr *a, const union tcp_addr *b)
 static void on_hello(struct tcp_link *l, struct tcp_conn *c, const struct tcp_hello *h,
                      const void *offer)
 {
-	union tcp_addr from;
+	union lm_inet_addr from;
 	struct lm_link_peer *p;
 	int ret = tcp_hello_check(h, TCP_HELLO_RDM);
 
 	/* The peer's listening address, of our family. */
-	if (!ret && tcp_addr_load(&from, h->addr, h->addrlen, l->family))
+	if (!ret && lm_inet_load(&from, h->addr, h->addrlen, l->family))
 		ret = -FI_EINVAL;
 	if (ret) {
 		LM_WARN(tcp_log_prov, FI_LOG_EP_CTRL,
@@ -1399,16 +1399,16 @@ static bool tcp_link_delivered(struct lm_link *link, struct lm_link_peer *p, uin
 
 /* Bind l's listening socket at a (in the domain's port range unless a
  * names a port), learn the address it got and put it in l's epoll set. */
-static int link_listen(struct tcp_link *l, union tcp_addr *a)
+static int link_listen(struct tcp_link *l, union lm_inet_addr *a)
 {
 	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
 	int ret;
 
-	ret = lm_sock_bind(&a->sa, tcp_addr_len(l->family), l->params->port_low,
+	ret = lm_sock_bind(&a->sa, lm_inet_len(l->family), l->params->port_low,
 	                   l->params->port_high, &l->lfd);
 	if (!ret)
 		ret = lm_sock_listen(l->lfd);
-	if (!ret && tcp_addr_of_fd(l->lfd, false, a))
+	if (!ret && lm_inet_of_fd(l->lfd, false, a))
 		ret = -FI_EIO;
 	if (!ret && epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->lfd, &ev))
 		ret = lm_neg_errno(errno);
@@ -1433,7 +1433,7 @@ static int link_wake_fds(struct tcp_link *l)
 /* l's address, instance number (from the clock should getrandom fail),
  * the engine's header size and callbacks from attr, and empty lists. */
 static void link_init(struct tcp_link *l, const struct lm_link_attr *attr,
-                      const union tcp_addr *a)
+                      const union lm_inet_addr *a)
 {
 	l->self = *a;
 	if (getrandom(&l->instance, sizeof(l->instance), 0) != sizeof(l->instance) ||
@@ -1462,10 +1462,10 @@ static int link_open(int family, void *ctx, const struct lm_link_attr *attr,
 {
 	const struct tcp_params *params = ctx;
 	struct tcp_link *l;
-	union tcp_addr a = {.sa.sa_family = (sa_family_t)family};
+	union lm_inet_addr a = {.sa.sa_family = (sa_family_t)family};
 	int ret;
 
-	if ((name && tcp_addr_load(&a, name, tcp_addr_len(family), family)) ||
+	if ((name && lm_inet_load(&a, name, lm_inet_len(family), family)) ||
 	    attr->hdr_size > TCP_HDR_MAX || attr->offer_len > TCP_OFFER_MAX)
 		return -FI_EINVAL;
 	l = calloc(1, sizeof(*l));
@@ -1585,9 +1585,9 @@ static int tcp_link_peer_open(struct lm_link *link, const void *addr,
                               struct lm_link_peer **peer)
 {
 	struct tcp_link *l = lm_container_of(link, struct tcp_link, link);
-	union tcp_addr a;
+	union lm_inet_addr a;
 
-	if (tcp_addr_load(&a, addr, tcp_addr_len(l->family), l->family))
+	if (lm_inet_load(&a, addr, lm_inet_len(l->family), l->family))
 		return -FI_EINVAL;
 	*peer = peer_get(l, &a);
 	return *peer ? 0 : -FI_ENOMEM;
@@ -1668,10 +1668,10 @@ static void tcp_link_peer_reset(struct lm_link *link, struct lm_link_peer *p)
 		p->broken = false; /* the next send connects again */
 }
 
-int tcp_link_adopt(struct lm_link *link, int fd, const union tcp_addr *peer)
+int tcp_link_adopt(struct lm_link *link, int fd, const union lm_inet_addr *peer)
 {
 	struct tcp_link *l = lm_container_of(link, struct tcp_link, link);
-	union tcp_addr a;
+	union lm_inet_addr a;
 	struct lm_link_peer *p;
 	struct tcp_conn *c;
 	int fl = fcntl(fd, F_GETFL);
@@ -1682,7 +1682,7 @@ int tcp_link_adopt(struct lm_link *link, int fd, const union tcp_addr *peer)
 		return -FI_EIO;
 	if (peer->sa.sa_family != l->family)
 		return -FI_EINVAL;
-	if (!tcp_addr_of_fd(fd, false, &a))
+	if (!lm_inet_of_fd(fd, false, &a))
 		l->self = a;
 	p = peer_get(l, peer);
 	if (!p)
@@ -1718,22 +1718,6 @@ void tcp_link_shutdown(struct lm_link *link)
 	conns_reap(l);
 }
 
-/* Lane k of an endpoint: the same host, the port k on. */
-static int tcp_addr_lane(const void *addr, int delta, void *out)
-{
-	union tcp_addr a;
-	int port;
-
-	if (tcp_addr_load(&a, addr, sizeof(a), AF_UNSPEC))
-		return -FI_EINVAL;
-	port = ntohs(a.in.sin_port) + delta; /* same place in both families */
-	if (port < 1 || port > UINT16_MAX)
-		return -FI_EINVAL;
-	a.in.sin_port = htons((uint16_t)port);
-	memcpy(out, &a, tcp_addr_len(a.sa.sa_family));
-	return 0;
-}
-
 static int tcp4_link_open(void *ctx, const struct lm_link_attr *attr, const void *name,
                           struct lm_link **out)
 {
@@ -1747,7 +1731,7 @@ static int tcp6_link_open(void *ctx, const struct lm_link_attr *attr, const void
 }
 
 #define TCP_LINK_OPS                                                                     \
-	.name = "tcp", .addr_to_str = tcp_addr_to_str, .close = tcp_link_close,          \
+	.name = "tcp", .addr_to_str = lm_inet_to_str, .close = tcp_link_close,           \
 	.peer_open = tcp_link_peer_open, .peer_close = tcp_link_peer_close,              \
 	.peer_connect = tcp_link_peer_connect,                                           \
 	.send = tcp_link_send, .send_many = tcp_link_send_many, .mark = tcp_link_mark,   \
@@ -1755,13 +1739,13 @@ static int tcp6_link_open(void *ctx, const struct lm_link_attr *attr, const void
 	.poll = tcp_link_poll, .arm = tcp_link_arm,                                      \
 	.disarm = tcp_link_disarm, .wake_after = tcp_link_wake_after,                    \
 	.want_room = tcp_link_want_room, .peer_alive = tcp_link_peer_alive,              \
-	.peer_reset = tcp_link_peer_reset, .addr_lane = tcp_addr_lane
+	.peer_reset = tcp_link_peer_reset, .addr_lane = lm_inet_lane
 
 const struct lm_link_ops tcp_link_ops = {
     TCP_LINK_OPS,
     .addrlen = sizeof(struct sockaddr_in),
-    .addr_from_str = tcp_addr_from_str,
-    .addr_check = tcp_addr_check,
+    .addr_from_str = lm_inet4_from_str,
+    .addr_check = lm_inet4_check,
     .addr_str_max = TCP_ADDR_STR_MAX,
     .open = tcp4_link_open,
 };
@@ -1769,8 +1753,8 @@ const struct lm_link_ops tcp_link_ops = {
 const struct lm_link_ops tcp6_link_ops = {
     TCP_LINK_OPS,
     .addrlen = sizeof(struct sockaddr_in6),
-    .addr_from_str = tcp6_addr_from_str,
-    .addr_check = tcp6_addr_check,
+    .addr_from_str = lm_inet6_from_str,
+    .addr_check = lm_inet6_check,
     .addr_str_max = TCP_ADDR_STR_MAX,
     .open = tcp6_link_open,
 };

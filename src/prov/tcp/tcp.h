@@ -1,6 +1,6 @@
 /* tcp.h - the tcp provider: the RDM engine over the TCP link (link.c), the
- * fi_provider with its interface and address handling (prov.c).  Wire
- * format: proto.h. */
+ * fi_provider (prov.c) over util's interface and address handling (inet.h).
+ * Wire format: proto.h. */
 #ifndef LOOM_TCP_H
 #define LOOM_TCP_H
 
@@ -45,40 +45,6 @@ extern const struct fi_provider *tcp_log_prov;
 
 struct fi_provider *tcp_prov_init(void);
 
-/* ---- addresses (prov.c) ----------------------------------------------------
- * An IPv4 or IPv6 address and port as the provider keeps it: bytes the
- * family does not use (sin_zero, the IPv6 flow label, the union's tail) are
- * zero, so equal addresses are equal bytes over the whole union. */
-union tcp_addr {
-	struct sockaddr sa;
-	struct sockaddr_in in;
-	struct sockaddr_in6 in6;
-};
-
-/* Bytes of a sockaddr of the family (AF_INET or AF_INET6). */
-socklen_t tcp_addr_len(int family);
-/* len bytes of a sockaddr into *out, normalized: AF_INET with len at least
- * sizeof(struct sockaddr_in), AF_INET6 with at least sizeof(struct
- * sockaddr_in6), and only that family when family is not AF_UNSPEC.
- * -FI_EINVAL otherwise. */
-int tcp_addr_load(union tcp_addr *out, const void *addr, size_t len, int family);
-/* A socket's own (peer false) or its peer's address, normalized. */
-int tcp_addr_of_fd(int fd, bool peer, union tcp_addr *out);
-/* "fi_sockaddr_in://a.b.c.d:port", "fi_sockaddr_in6://[a:b::c]:port", a
- * host name with service, or a numeric address with or without one, of
- * the family (AF_UNSPEC: either, IPv4 first). */
-int tcp_addr_parse(const char *node, const char *service, int family,
-                   union tcp_addr *out);
-/* The address ops of the two links: text to a sockaddr_in / sockaddr_in6,
- * and either to text. */
-int tcp_addr_from_str(const char *node, const char *service, void *addr);
-int tcp6_addr_from_str(const char *node, const char *service, void *addr);
-int tcp_addr_to_str(const void *addr, char *buf, size_t *len);
-/* The links' AV check: -FI_EADDRNOTAVAIL unless addr is a sockaddr_in /
- * sockaddr_in6 of the link's family, with a port, and in normal form. */
-int tcp_addr_check(const void *addr);
-int tcp6_addr_check(const void *addr);
-
 /* Frame and handshake checks (link.c), apart so the fuzz target can call
  * them: 0 when the bytes are an acceptable frame header / hello for a link
  * whose engine header is hdr_size bytes and whose payloads are at most
@@ -91,7 +57,7 @@ int tcp_cm_check(const struct tcp_cm_msg *m);
  * connection management opened (blocking or not) as the one connection,
  * to peer; whether it has been lost since (EOF, error); close it
  * (fi_shutdown). */
-int tcp_link_adopt(struct lm_link *link, int fd, const union tcp_addr *peer);
+int tcp_link_adopt(struct lm_link *link, int fd, const union lm_inet_addr *peer);
 bool tcp_link_lost(struct lm_link *link);
 void tcp_link_shutdown(struct lm_link *link);
 
