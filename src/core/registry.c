@@ -193,10 +193,12 @@ static void load_external(void)
  * init function (src/prov/<name>/). */
 struct fi_provider *shm_prov_init(void);
 struct fi_provider *tcp_prov_init(void);
+struct fi_provider *udp_prov_init(void);
 
 static struct fi_provider *(*const builtin[])(void) = {
 	shm_prov_init,
 	tcp_prov_init,
+	udp_prov_init,
 };
 
 static void init_once_fn(void)

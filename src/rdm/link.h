@@ -101,6 +101,10 @@ struct lm_link_pkt {
 /* A peer's death or a lost connection makes fd readable while armed: a
  * sleeper needs no timer to notice it. */
 #define LM_LINK_TELLS_LOSS (1u << 3)
+/* The peer's acknowledgement of taken packets (delivered turning true)
+ * makes fd readable while armed: a sleeper with held sends needs no
+ * timer. */
+#define LM_LINK_TELLS_DELIVERY (1u << 4)
 
 /* The common head of every link instance (one per endpoint); the link's
  * own state follows it. */

@@ -916,13 +916,13 @@ static bool room_asked(struct lm_rdm_ep *ep)
 
 /* About to sleep: how soon to look again by itself, 0 for no sooner
  * than something rings.  Nobody rings when the peer acknowledges a held
- * send, nor for freed room unless the link can ask, nor for a peer's
+ * send (unless the link tells it), nor for freed room unless the link can ask, nor for a peer's
  * death unless the link tells it. */
 static int wake_ms(struct lm_rdm_ep *ep)
 {
 	int liveness = ep->link->caps & LM_LINK_TELLS_LOSS ? 0 : LIVENESS_MS;
 
-	if (ep->tx_held)
+	if (ep->tx_held && !(ep->link->caps & LM_LINK_TELLS_DELIVERY))
 		return ROOM_MS;
 	if (!lm_list_empty(&ep->tx_queue) || !lm_list_empty(&ep->ctl_queue))
 		return room_asked(ep) ? liveness : ROOM_MS;

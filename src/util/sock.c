@@ -58,6 +58,12 @@ static int bind_range(int fd, struct sockaddr_storage *a, socklen_t len, int low
 int lm_sock_bind(const struct sockaddr *addr, socklen_t len, int port_low, int port_high,
                  int *fd)
 {
+	return lm_sock_bind_type(SOCK_STREAM, addr, len, port_low, port_high, fd);
+}
+
+int lm_sock_bind_type(int type, const struct sockaddr *addr, socklen_t len, int port_low,
+                      int port_high, int *fd)
+{
 	struct sockaddr_storage a;
 	int one = 1, s, ret = 0;
 
@@ -67,10 +73,12 @@ int lm_sock_bind(const struct sockaddr *addr, socklen_t len, int port_low, int p
 	memcpy(&a, addr, len);
 	if (!port_of(&a))
 		return -FI_EINVAL;
-	s = socket(a.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	s = socket(a.ss_family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (s < 0)
 		return lm_neg_errno(errno);
-	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/* A datagram socket with it would share its port with another. */
+	if (type == SOCK_STREAM)
+		setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	/* IPv4 peers are another socket's (an IPv4 endpoint's). */
 	if (a.ss_family == AF_INET6)
 		setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));

@@ -1,5 +1,5 @@
 /* sock.h - system calls' errors as FI_E* codes, the eventfd/timerfd
- * signal-and-drain pair, and listening TCP sockets bound in a port range:
+ * signal-and-drain pair, and listening TCP sockets and UDP sockets bound in a port range:
  * what the providers' links and connection management share. */
 #ifndef LOOM_UTIL_SOCK_H
 #define LOOM_UTIL_SOCK_H
@@ -38,6 +38,10 @@ void lm_fd_drain(int fd);
  * (0) or addr's.  0, or a negative FI_E* code. */
 int lm_sock_bind(const struct sockaddr *addr, socklen_t len, int port_low, int port_high,
                  int *fd);
+/* As lm_sock_bind, for a socket of type (SOCK_STREAM or SOCK_DGRAM); a
+ * datagram socket gets no SO_REUSEADDR, which would let two share a port. */
+int lm_sock_bind_type(int type, const struct sockaddr *addr, socklen_t len, int port_low,
+                      int port_high, int *fd);
 /* listen() with LM_LISTEN_BACKLOG: 0, or a negative FI_E* code. */
 int lm_sock_listen(int fd);
 

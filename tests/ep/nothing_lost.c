@@ -81,14 +81,15 @@ static uint64_t seed_of(const struct cell *c, int i)
 }
 
 /* Until the sender has ended.  On tcp the receiver's progress accepts
- * the sender's connection (manual progress), so it progresses, with no
+ * the sender's connection, on udp it acknowledges its packets (manual
+ * progress), so it progresses, with no
  * receive posted; on shm it does nothing at all. */
 static void wait_gone(struct et_ep *e, pid_t pid)
 {
 	uint64_t end = et_now_us() + GONE_MS * 1000ull;
 
 	while (!et_gone(pid) && et_now_us() < end) {
-		if (et_desc()->accepts)
+		if (et_desc()->answers)
 			et_progress(e);
 		usleep(2000);
 	}

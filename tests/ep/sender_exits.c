@@ -118,13 +118,13 @@ static void recv_set(struct et_ep *e, char *buf, struct sizes z, int n)
 }
 
 /* Until process pid has exited (a zombie not yet reaped counts).  On tcp
- * the receiver's progress accepts the sender's connection (manual
- * progress), so it progresses meanwhile, with no receive posted: the
+ * the receiver's progress accepts the sender's connection, on udp it
+ * acknowledges its packets (manual progress), so it progresses meanwhile, with no receive posted: the
  * messages wait as unexpected ones.  On shm it does nothing: the sender's
  * packets wait in the receiver's region, from a sender it never met. */
 static void wait_gone(struct et_ep *e, pid_t pid)
 {
-	bool progress = et_desc()->accepts;
+	bool progress = et_desc()->answers;
 
 	for (int i = 0; i < 1000 && kill(pid, 0) == 0; i++) {
 		if (progress)
@@ -164,7 +164,7 @@ static int proc(int rank, int nprocs, void *arg)
 		free(buf);
 		return check_done(); /* and the process exits */
 	}
-	if (et_desc()->accepts) /* the connection, accepted (above) */
+	if (et_desc()->answers) /* the connection accepted, packets acknowledged */
 		for (int i = 0; i < 200; i++, usleep(1000))
 			et_progress(&e);
 	et_allgather(&done, sizeof(done), all);

@@ -15,10 +15,10 @@ struct test_prov {
 	const char *name;
 	/* The endpoint types it offers, ended by FI_EP_UNSPEC (0). */
 	enum fi_ep_type types[4];
-	/* A peer's first packets wait until this side's progress accepts
-	 * its connection (manual progress): a process that only waits for
-	 * a peer must progress meanwhile. */
-	bool accepts;
+	/* A peer's sends wait on this side's progress (manual progress):
+	 * tcp's to accept its connection, udp's to acknowledge its packets.
+	 * A process that only waits for a peer must progress meanwhile. */
+	bool answers;
 	/* Its endpoints own /dev/shm regions, cleaned up when their process
 	 * dies. */
 	bool regions;
@@ -46,6 +46,11 @@ static const size_t test_tcp_edges[] = {
     1,      255,    256,    257,    4095,   4096,   4097,     65535,     65536,
     65537,  196607, 196608, 196609, 524287, 524288, 524289, 1u << 20, 16u << 20};
 
+/* udp on loopback (MTU 65536): inject (4 KiB), the packet (65536 less
+ * 48 B of IP and UDP, 64 B of its header, 64 B of the engine's). */
+static const size_t test_udp_edges[] = {1,      4095,   4096,   4097,     65359,    65360,
+                                        65361,  524287, 524288, 524289,   1u << 20, 16u << 20};
+
 #define TEST_EDGES(a) .edges = (a), .nedges = sizeof(a) / sizeof((a)[0])
 
 static const struct test_prov test_provs[] = {
@@ -56,9 +61,10 @@ static const struct test_prov test_provs[] = {
 	 TEST_EDGES(test_shm_edges)},
 	{.name = "tcp",
 	 .types = {FI_EP_RDM, FI_EP_MSG},
-	 .accepts = true,
+	 .answers = true,
 	 .shm_param = "FI_TCP_ENABLE_SHM",
 	 TEST_EDGES(test_tcp_edges)},
+	{.name = "udp", .types = {FI_EP_RDM}, .answers = true, TEST_EDGES(test_udp_edges)},
 };
 
 #define TEST_NPROVS (sizeof(test_provs) / sizeof(test_provs[0]))

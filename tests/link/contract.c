@@ -1,6 +1,6 @@
 /* contract.c - every link against the contract of src/rdm/link.h, through
- * its ops table alone: the test-only loop link, shm, and tcp over IPv4
- * and IPv6 loopback.  A link joins by one entry in kinds[].
+ * its ops table alone: the test-only loop link, shm, and tcp and udp over
+ * IPv4 and IPv6 loopback.  A link joins by one entry in kinds[].
  *
  * Two links of a kind, A and B, in this process:
  *  - addresses: binary -> text -> binary gives the same bytes, and the
@@ -33,6 +33,7 @@
 #include "rdm.h"
 #include "shm.h"
 #include "tcp.h"
+#include "udp.h"
 
 #define HDR     sizeof(struct lm_rdm_hdr)
 #define NPKT    3000
@@ -49,6 +50,7 @@ struct kind {
 };
 
 static struct tcp_params tcp_ctx = {.conn_timeout_ms = 10000};
+static struct udp_params udp_ctx = {.peer_timeout_ms = 10000, .sockbuf = 8 << 20};
 
 static const void *tcp4_name(void)
 {
@@ -73,6 +75,8 @@ static const struct kind kinds[] = {
     {"shm", &shm_link_ops, NULL, NULL, true},
     {"tcp", &tcp_link_ops, &tcp_ctx, tcp4_name, true},
     {"tcp6", &tcp6_link_ops, &tcp_ctx, tcp6_name, true},
+    {"udp", &udp_link_ops, &udp_ctx, tcp4_name, true},
+    {"udp6", &udp6_link_ops, &udp_ctx, tcp6_name, true},
 };
 
 /* ---- one end: a link and what arrived ---------------------------------- */

@@ -1,0 +1,1260 @@
+/* link.c - the RDM engine's link over UDP: one non-blocking datagram
+ * socket per endpoint, and per peer a numbered stream of packets kept
+ * until acknowledged, sent again on a timeout or a gap, and handed to the
+ * engine in order, each once (proto.h).  A send window per peer grows and
+ * shrinks with loss (AIMD); a peer that stays silent while data waits for
+ * it, or whose port the kernel reports closed, is gone.
+ *
+ * The socket and two timers (retransmission, the engine's wake_after)
+ * share one epoll set, the link's fd. */
+#include <errno.h>
+#include <ifaddrs.h>
+#include <linux/errqueue.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "inet.h"
+#include "sock.h"
+#include "udp.h"
+
+/* Packets in flight to one peer, at most: the width of an
+ * acknowledgement's sack. */
+#define UDP_WINDOW 64
+/* Datagrams one recvmmsg / sendmmsg takes. */
+#define UDP_BATCH 16
+/* Retransmission timeout bounds and start, in microseconds: above a
+ * loaded host's scheduling delay, below what would stall a stream. */
+#define UDP_RTO_MIN_US  10000
+#define UDP_RTO_MAX_US  500000
+#define UDP_RTO_INIT_US 50000
+/* A peer something waits on (a transfer from it, say) and silent this
+ * long is asked to answer; an answer, or an error for its closed port,
+ * comes back. */
+#define UDP_PROBE_MS 100
+/* While the endpoint sleeps (armed), its retransmissions wait at least
+ * this long: a peer that does not acknowledge is mostly one that is not
+ * polling either, and a sleeper woken for nothing burns a core's time. */
+#define UDP_ARMED_RTO_MS 250
+/* The send window (packets) a peer starts with, and its floor. */
+#define UDP_CWND_INIT 32.0
+#define UDP_CWND_MIN  2.0
+/* Later packets acknowledged past a missing one before it is sent again
+ * without waiting for its timeout. */
+#define UDP_FAST_GAP 3
+/* A port reported closed before the peer was ever heard may just not be
+ * open yet: gone only when it stays so this long after our first packet. */
+#define UDP_REFUSED_GRACE_MS 2000
+/* Largest datagram, whatever the interface's MTU says (IPv4's limit). */
+#define UDP_DGRAM_MAX 65507
+/* IP and UDP headers below ours: IPv6's 40 + 8 (IPv4 needs 28). */
+#define UDP_IP_OVERHEAD 48
+/* The fallback MTU when the interface's cannot be read. */
+#define UDP_MTU_DEFAULT 1500
+#define UDP_ADDR_STR_MAX 128
+#define UDP_PEERS_EXPECTED 64
+/* Log lines about dropped datagrams, at most one per this many ms. */
+#define UDP_LOG_EVERY_MS 1000
+
+const struct fi_provider *udp_log_prov;
+
+/* A DATA packet kept until acknowledged. */
+struct udp_slot {
+	uint8_t *buf; /* wire header, engine header, payload */
+	size_t len, cap;
+	uint64_t sent_us; /* last sent; 0: not yet (the socket was full) */
+	unsigned tries;
+	bool sacked; /* acknowledged selectively (kept: ack will pass it) */
+	bool fast;   /* sent again for a gap since its last timeout */
+};
+
+/* A packet that arrived ahead of a missing one. */
+struct udp_held {
+	uint8_t *buf; /* the whole datagram; NULL: none */
+	size_t len;
+};
+
+struct lm_link_peer {
+	struct lm_hnode hnode;
+	struct lm_list node;      /* udp_link.peers_all */
+	struct lm_list owed_node; /* udp_link.owed, while owed */
+	union lm_inet_addr addr;
+	uint64_t inc; /* its incarnation; 0: not heard yet */
+	bool dead;    /* gone until peer_reset */
+	bool self;    /* our own address */
+	bool owed_listed;
+	/* Sending. */
+	uint32_t epoch;      /* ours toward it, from 1 */
+	uint64_t next, una;  /* next seq to give; oldest not acknowledged */
+	struct udp_slot tx[UDP_WINDOW];
+	double cwnd, ssthresh;
+	uint64_t srtt_us, rttvar_us, rto_us;
+	uint64_t due_us;     /* retransmission due; 0: nothing in flight */
+	uint64_t live_ms;    /* last sign of life: a datagram, or the wait's start */
+	uint64_t first_tx_ms;
+	uint64_t probe_ms;   /* last probe sent */
+	uint64_t probing_ms; /* the first probe since it was last heard; 0: none */
+	/* The epoch dropped last and how far the peer had acknowledged it:
+	 * a send of it completes if its packet got there. */
+	uint32_t done_epoch;
+	uint64_t done_una;
+	bool unsent;         /* a slot waits for room in the socket */
+	/* Receiving. */
+	uint32_t rx_epoch; /* its epoch we take; 0: none yet */
+	uint64_t rx_next;  /* next seq to hand the engine */
+	struct udp_held held[UDP_WINDOW];
+	unsigned owed; /* packets taken since our last acknowledgement */
+};
+
+struct udp_link {
+	struct lm_link link;
+	int family;
+	int sock, epfd, rto_fd, wake_fd;
+	const struct udp_params *params;
+	union lm_inet_addr self;
+	uint64_t inc;
+	size_t hdr_size;
+	size_t dgram_max; /* largest datagram we send or take */
+	lm_link_recv_fn recv;
+	void (*on_lost)(void *arg, const void *src_addr);
+	void *arg;
+	struct lm_hmap peers;
+	struct lm_list peers_all;
+	struct lm_list owed;
+	unsigned inflight; /* peers with packets unacknowledged */
+	bool unsent;       /* some peer has a slot waiting for socket room */
+	bool errs;         /* the socket has errors queued */
+	bool armed, rto_set, wake_set;
+	uint64_t log_ms;
+	/* Counts for the log at close. */
+	uint64_t n_sent, n_resent, n_timeouts, n_dup, n_ooo;
+	/* recvmmsg's buffers. */
+	struct mmsghdr rmsg[UDP_BATCH];
+	struct iovec riov[UDP_BATCH];
+	union lm_inet_addr rfrom[UDP_BATCH];
+	uint8_t *rbuf;
+};
+
+/* ---- CRC-32C ------------------------------------------------------------------ */
+
+static uint32_t crc_table[256];
+
+static void crc_table_init(void)
+{
+	for (uint32_t i = 0; i < 256; i++) {
+		uint32_t c = i;
+
+		for (int k = 0; k < 8; k++)
+			c = c & 1 ? (c >> 1) ^ 0x82f63b78u : c >> 1;
+		crc_table[i] = c;
+	}
+}
+
+static uint32_t crc_soft(uint32_t crc, const uint8_t *p, size_t len)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, crc_table_init);
+	while (len--)
+		crc = crc_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
+	return crc;
+}
+
+#if defined(__x86_64__)
+#include <nmmintrin.h>
+
+__attribute__((target("sse4.2"))) static uint32_t crc_sse(uint32_t crc, const uint8_t *p,
+                                                          size_t len)
+{
+	uint64_t c = crc;
+
+	for (; len >= 8; p += 8, len -= 8) {
+		uint64_t w;
+
+		memcpy(&w, p, 8);
+		c = _mm_crc32_u64(c, w);
+	}
+	crc = (uint32_t)c;
+	for (; len; p++, len--)
+		crc = _mm_crc32_u8(crc, *p);
+	return crc;
+}
+#endif
+
+uint32_t udp_crc32c(uint32_t crc, const void *data, size_t len)
+{
+	crc = ~crc;
+#if defined(__x86_64__)
+	if (__builtin_cpu_supports("sse4.2"))
+		return ~crc_sse(crc, data, len);
+#endif
+	return ~crc_soft(crc, data, len);
+}
+
+/* ---- datagrams ---------------------------------------------------------------- */
+
+int udp_wire_check(const void *buf, size_t len, size_t hdr_size, size_t max_payload)
+{
+	struct udp_wire w;
+	uint32_t check;
+
+	if (len < sizeof(w))
+		return -FI_EMSGSIZE;
+	memcpy(&w, buf, sizeof(w));
+	if (w.magic != UDP_MAGIC || w.version != UDP_PROTO_VERSION ||
+	    (w.flags & ~UDP_F_PROBE) || (w.type != UDP_T_ACK && w.flags))
+		return -FI_EPROTO;
+	if (w.type == UDP_T_ACK) {
+		if (w.hdr_len || w.len || len != sizeof(w))
+			return -FI_EPROTO;
+	} else if (w.type == UDP_T_DATA) {
+		if (w.hdr_len != hdr_size || w.len > max_payload ||
+		    len != sizeof(w) + hdr_size + w.len || !w.seq || !w.epoch)
+			return -FI_EPROTO;
+	} else {
+		return -FI_EPROTO;
+	}
+	if (!w.src_inc)
+		return -FI_EPROTO;
+	check = w.check;
+	w.check = 0;
+	if (udp_crc32c(udp_crc32c(0, &w, sizeof(w)), (const uint8_t *)buf + sizeof(w),
+	               len - sizeof(w)) != check)
+		return -FI_EIO;
+	return 0;
+}
+
+/* Fill in a datagram's check (its check field 0 before). */
+static void wire_seal(uint8_t *buf, size_t len)
+{
+	uint32_t c = udp_crc32c(0, buf, len);
+
+	memcpy(buf + offsetof(struct udp_wire, check), &c, sizeof(c));
+}
+
+static void drop_log(struct udp_link *l, const char *why)
+{
+	uint64_t now = lm_now_ms();
+
+	if (now - l->log_ms < UDP_LOG_EVERY_MS)
+		return;
+	l->log_ms = now;
+	LM_WARN(udp_log_prov, FI_LOG_EP_DATA, "datagram dropped: %s\n", why);
+}
+
+/* The acknowledgement fields of a datagram to p: what we took of its
+ * stream. */
+static void ack_fill(struct lm_link_peer *p, struct udp_wire *w)
+{
+	uint64_t sack = 0;
+
+	w->ack_epoch = p->rx_epoch;
+	w->ack = p->rx_epoch ? p->rx_next : 0;
+	for (unsigned i = 0; w->ack && i < UDP_WINDOW - 1; i++)
+		if (p->held[(p->rx_next + 1 + i) % UDP_WINDOW].buf)
+			sack |= 1ull << i;
+	w->sack = sack;
+	p->owed = 0;
+}
+
+static void wire_head(struct udp_link *l, struct lm_link_peer *p, struct udp_wire *w,
+                      uint8_t type)
+{
+	memset(w, 0, sizeof(*w));
+	w->magic = UDP_MAGIC;
+	w->version = UDP_PROTO_VERSION;
+	w->type = type;
+	w->src_inc = l->inc;
+	w->dst_inc = p->inc;
+	ack_fill(p, w);
+}
+
+static ssize_t dgram_send(struct udp_link *l, struct lm_link_peer *p, const void *buf,
+                          size_t len)
+{
+	ssize_t n;
+
+	for (int tries = 0; tries < 2; tries++) {
+		n = sendto(l->sock, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL, &p->addr.sa,
+		           lm_inet_len(l->family));
+		if (n >= 0)
+			return 0;
+		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS)
+			return -FI_EAGAIN;
+		/* An earlier datagram's error (IP_RECVERR), maybe of another
+		 * peer: read it from the queue later; this one goes again. */
+		l->errs = true;
+	}
+	return -FI_EAGAIN;
+}
+
+static void ack_send(struct udp_link *l, struct lm_link_peer *p, uint16_t flags)
+{
+	struct udp_wire w;
+
+	wire_head(l, p, &w, UDP_T_ACK);
+	w.flags = flags;
+	wire_seal((uint8_t *)&w, sizeof(w));
+	dgram_send(l, p, &w, sizeof(w));
+}
+
+/* ---- peers -------------------------------------------------------------------- */
+
+static uint64_t addr_hash(const union lm_inet_addr *a)
+{
+	return lm_hash_bytes(a, sizeof(*a));
+}
+
+static struct lm_link_peer *peer_find(struct udp_link *l, const union lm_inet_addr *a)
+{
+	struct lm_hnode *n;
+
+	for (n = lm_hmap_find(&l->peers, addr_hash(a)); n; n = lm_hmap_find_next(n)) {
+		struct lm_link_peer *p = lm_container_of(n, struct lm_link_peer, hnode);
+
+		if (!memcmp(&p->addr, a, sizeof(*a)))
+			return p;
+	}
+	return NULL;
+}
+
+static void tx_start(struct lm_link_peer *p)
+{
+	p->epoch++;
+	p->next = p->una = 1;
+	p->cwnd = UDP_CWND_INIT;
+	p->ssthresh = UDP_WINDOW;
+	p->rto_us = p->srtt_us ? p->rto_us : UDP_RTO_INIT_US;
+	p->due_us = 0;
+	p->first_tx_ms = 0;
+	p->unsent = false;
+}
+
+static struct lm_link_peer *peer_get(struct udp_link *l, const union lm_inet_addr *a)
+{
+	struct lm_link_peer *p = peer_find(l, a);
+
+	if (p)
+		return p;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->addr = *a;
+	p->self = !memcmp(a, &l->self, sizeof(*a));
+	p->rx_next = 1;
+	tx_start(p);
+	lm_hmap_insert(&l->peers, &p->hnode, addr_hash(a));
+	lm_list_push_back(&l->peers_all, &p->node);
+	return p;
+}
+
+/* Everything in flight to p is dropped (it went with the peer). */
+static void tx_drop(struct udp_link *l, struct lm_link_peer *p)
+{
+	if (p->due_us && l->inflight)
+		l->inflight--;
+	p->done_epoch = p->epoch;
+	p->done_una = p->una;
+	for (unsigned i = 0; i < UDP_WINDOW; i++) {
+		p->tx[i].len = 0;
+		p->tx[i].sent_us = 0;
+	}
+	tx_start(p);
+}
+
+static void rx_drop(struct lm_link_peer *p)
+{
+	for (unsigned i = 0; i < UDP_WINDOW; i++) {
+		free(p->held[i].buf);
+		p->held[i].buf = NULL;
+	}
+	p->rx_next = 1;
+	p->rx_epoch = 0;
+}
+
+/* p is gone (or restarted): what was in flight either way is lost, and
+ * the engine hears of it. */
+static void peer_lost(struct udp_link *l, struct lm_link_peer *p, const char *why)
+{
+	LM_INFO(udp_log_prov, FI_LOG_EP_CTRL, "peer lost: %s\n", why);
+	tx_drop(l, p);
+	p->dead = true;
+	if (l->on_lost)
+		l->on_lost(l->arg, &p->addr);
+}
+
+/* ---- sending ------------------------------------------------------------------ */
+
+static void rto_arm(struct udp_link *l, struct lm_link_peer *p, uint64_t now)
+{
+	if (!p->due_us) {
+		l->inflight++;
+		p->live_ms = now / 1000; /* silence counts from here */
+	}
+	p->due_us = now + p->rto_us;
+}
+
+static ssize_t slot_send(struct udp_link *l, struct lm_link_peer *p, struct udp_slot *s,
+                         uint64_t now)
+{
+	struct udp_wire *w = (struct udp_wire *)s->buf;
+	ssize_t ret;
+
+	/* The acknowledgement it carries is as of now. */
+	ack_fill(p, w);
+	w->check = 0;
+	wire_seal(s->buf, s->len);
+	ret = dgram_send(l, p, s->buf, s->len);
+	if (ret) {
+		s->sent_us = 0;
+		p->unsent = l->unsent = true;
+		return ret;
+	}
+	s->sent_us = now;
+	if (s->tries++)
+		l->n_resent++;
+	l->n_sent++;
+	return 0;
+}
+
+/* Take one packet into p's window and send it. */
+static ssize_t pkt_take(struct udp_link *l, struct lm_link_peer *p, const void *hdr,
+                        const struct iovec *iov, size_t iov_count, uint64_t now)
+{
+	size_t plen = lm_iov_len(iov, iov_count);
+	size_t len = sizeof(struct udp_wire) + l->hdr_size + plen;
+	struct udp_slot *s;
+	struct udp_wire *w;
+	uint8_t *at;
+
+	if (p->dead)
+		return -FI_EIO;
+	if (plen > l->link.max_payload)
+		return -FI_EINVAL;
+	if (p->next - p->una >= (uint64_t)p->cwnd || p->next - p->una >= UDP_WINDOW)
+		return -FI_EAGAIN;
+	s = &p->tx[p->next % UDP_WINDOW];
+	if (s->cap < len) {
+		uint8_t *b = realloc(s->buf, len);
+
+		if (!b)
+			return -FI_EAGAIN;
+		s->buf = b;
+		s->cap = len;
+	}
+	w = (struct udp_wire *)s->buf;
+	wire_head(l, p, w, UDP_T_DATA);
+	w->hdr_len = (uint16_t)l->hdr_size;
+	w->len = (uint32_t)plen;
+	w->epoch = p->epoch;
+	w->seq = p->next++;
+	at = s->buf + sizeof(*w);
+	memcpy(at, hdr, l->hdr_size);
+	at += l->hdr_size;
+	for (size_t i = 0; i < iov_count; i++) {
+		memcpy(at, iov[i].iov_base, iov[i].iov_len);
+		at += iov[i].iov_len;
+	}
+	s->len = len;
+	s->tries = 0;
+	s->sacked = s->fast = false;
+	if (!p->first_tx_ms)
+		p->first_tx_ms = lm_now_ms();
+	if (!p->due_us)
+		rto_arm(l, p, now);
+	slot_send(l, p, s, now); /* not sent now: the next poll's */
+	return 0;
+}
+
+static ssize_t udp_link_send(struct lm_link *link, struct lm_link_peer *p, const void *hdr,
+                             const struct iovec *iov, size_t iov_count)
+{
+	struct udp_link *l = lm_container_of(link, struct udp_link, link);
+
+	return pkt_take(l, p, hdr, iov, iov_count, lm_now_us());
+}
+
+static ssize_t udp_link_send_many(struct lm_link *link, struct lm_link_peer *p,
+                                  const struct lm_link_pkt *pkts, size_t count)
+{
+	struct udp_link *l = lm_container_of(link, struct udp_link, link);
+	uint64_t now = lm_now_us();
+	size_t i;
+
+	for (i = 0; i < count; i++) {
+		ssize_t ret = pkt_take(l, p, pkts[i].hdr, pkts[i].iov, pkts[i].iov_count, now);
+
+		if (ret == -FI_EAGAIN)
+			break;
+		if (ret)
+			return i ? (ssize_t)i : ret;
+	}
+	return i ? (ssize_t)i : -FI_EAGAIN;
+}
+
+/* The last packet taken for p; everything up to a mark is delivered once
+ * the peer acknowledged it.  Packets to ourselves die with us or arrive:
+ * nothing to wait for. */
+static uint64_t udp_link_mark(struct lm_link *link, struct lm_link_peer *p)
+{
+	(void)link;
+	if (p->self)
+		return 0;
+	return p->next > p->una ? ((uint64_t)p->epoch << 40) | (p->next - 1) : 0;
+}
+
+static bool udp_link_delivered(struct lm_link *link, struct lm_link_peer *p, uint64_t mark,
+                               bool look)
+{
+	uint64_t seq = mark & ((1ull << 40) - 1);
+	uint32_t epoch = (uint32_t)(mark >> 40);
+
+	(void)link, (void)look;
+	/* Of the stream dropped last: as far as it got (the engine fails
+	 * what the peer's loss took). */
+	if (epoch == p->done_epoch)
+		return p->done_una > seq;
+	return epoch == p->epoch && p->una > seq;
+}
+
+/* ---- acknowledgements --------------------------------------------------------- */
+
+static void rtt_sample(struct lm_link_peer *p, uint64_t rtt)
+{
+	if (!p->srtt_us) {
+		p->srtt_us = rtt;
+		p->rttvar_us = rtt / 2;
+	} else {
+		uint64_t d = rtt > p->srtt_us ? rtt - p->srtt_us : p->srtt_us - rtt;
+
+		p->rttvar_us = (3 * p->rttvar_us + d) / 4;
+		p->srtt_us = (7 * p->srtt_us + rtt) / 8;
+	}
+	p->rto_us = p->srtt_us + 4 * p->rttvar_us;
+	if (p->rto_us < UDP_RTO_MIN_US)
+		p->rto_us = UDP_RTO_MIN_US;
+	if (p->rto_us > UDP_RTO_MAX_US)
+		p->rto_us = UDP_RTO_MAX_US;
+}
+
+/* How long a packet that a later one passed may still be on its way
+ * (reordered, not lost): twice the round trip and a millisecond. */
+static uint64_t reorder_us(const struct lm_link_peer *p)
+{
+	return 2 * p->srtt_us + 1000;
+}
+
+/* Send again the packets that later ones passed, by UDP_FAST_GAP
+ * packets or by the reordering time, once per such time. */
+static void fast_retransmit(struct udp_link *l, struct lm_link_peer *p, uint64_t now)
+{
+	uint64_t wait = reorder_us(p);
+	unsigned after = 0;
+	bool cut = false;
+
+	for (uint64_t seq = p->next; seq-- > p->una;) {
+		struct udp_slot *s = &p->tx[seq % UDP_WINDOW];
+		bool old = s->sent_us && now - s->sent_us > wait;
+
+		if (s->sacked) {
+			after++;
+			continue;
+		}
+		if (!after || !s->sent_us || (s->fast && !old) ||
+		    (after < UDP_FAST_GAP && !old))
+			continue;
+		cut |= !s->fast;
+		s->fast = true;
+		slot_send(l, p, s, now);
+	}
+	if (cut) {
+		p->ssthresh = p->cwnd / 2 > UDP_CWND_MIN ? p->cwnd / 2 : UDP_CWND_MIN;
+		p->cwnd = p->ssthresh;
+	}
+}
+
+static void on_ack(struct udp_link *l, struct lm_link_peer *p, const struct udp_wire *w,
+                   uint64_t now)
+{
+	uint64_t acked = 0;
+
+	if (!w->ack || w->ack_epoch != p->epoch || w->ack > p->next)
+		return;
+	/* A round trip is measured on a packet sent once, when an
+	 * acknowledgement first covers it: one that waited behind a hole was
+	 * covered by a sack before, when it arrived. */
+	while (p->una < w->ack) {
+		struct udp_slot *s = &p->tx[p->una % UDP_WINDOW];
+
+		if (!s->sacked && s->tries == 1 && s->sent_us && now > s->sent_us)
+			rtt_sample(p, now - s->sent_us);
+		s->len = 0;
+		p->una++;
+		acked++;
+	}
+	for (unsigned i = 0; w->sack && i < 64; i++) {
+		uint64_t seq = w->ack + 1 + i;
+		struct udp_slot *s = &p->tx[seq % UDP_WINDOW];
+
+		if (seq < p->una || seq >= p->next || !(w->sack >> i & 1) || s->sacked)
+			continue;
+		if (s->tries == 1 && s->sent_us && now > s->sent_us)
+			rtt_sample(p, now - s->sent_us);
+		s->sacked = true;
+	}
+	if (acked) {
+		for (uint64_t k = 0; k < acked; k++)
+			p->cwnd += p->cwnd < p->ssthresh ? 1.0 : 1.0 / p->cwnd;
+		if (p->cwnd > UDP_WINDOW)
+			p->cwnd = UDP_WINDOW;
+		if (p->una == p->next) {
+			p->due_us = 0;
+			l->inflight--;
+		} else {
+			p->due_us = now + p->rto_us;
+		}
+	}
+	if (w->sack && p->una < p->next)
+		fast_retransmit(l, p, now);
+}
+
+/* ---- receiving ---------------------------------------------------------------- */
+
+static void owe(struct udp_link *l, struct lm_link_peer *p)
+{
+	p->owed++;
+	if (!p->owed_listed) {
+		p->owed_listed = true;
+		lm_list_push_back(&l->owed, &p->owed_node);
+	}
+}
+
+static void deliver(struct udp_link *l, struct lm_link_peer *p, const uint8_t *buf)
+{
+	const struct udp_wire *w = (const struct udp_wire *)buf;
+
+	l->recv(l->arg, &p->addr, buf + sizeof(*w), buf + sizeof(*w) + l->hdr_size, w->len);
+}
+
+/* A DATA packet of p's current epoch.  Returns packets handed up. */
+static int on_data(struct udp_link *l, struct lm_link_peer *p, const uint8_t *buf,
+                   size_t len, uint64_t seq)
+{
+	int n = 0;
+
+	owe(l, p);
+	if (seq < p->rx_next || seq >= p->rx_next + UDP_WINDOW) {
+		l->n_dup++;
+		return 0; /* a duplicate: our acknowledgement was lost */
+	}
+	if (seq != p->rx_next) {
+		struct udp_held *h = &p->held[seq % UDP_WINDOW];
+
+		l->n_ooo++;
+		if (!h->buf && (h->buf = malloc(len))) {
+			memcpy(h->buf, buf, len);
+			h->len = len;
+		}
+		return 0;
+	}
+	p->rx_next++;
+	deliver(l, p, buf);
+	n++;
+	/* The engine may have sent from inside deliver, and p's epoch moved
+	 * on only through our own calls: held packets stay valid. */
+	for (;;) {
+		struct udp_held *h = &p->held[p->rx_next % UDP_WINDOW];
+		uint8_t *b = h->buf;
+
+		if (!b)
+			break;
+		h->buf = NULL;
+		p->rx_next++;
+		deliver(l, p, b);
+		free(b);
+		n++;
+	}
+	return n;
+}
+
+/* One datagram from `from`.  Returns packets handed to the engine. */
+static int on_dgram(struct udp_link *l, const uint8_t *buf, size_t len,
+                    const union lm_inet_addr *from, uint64_t now)
+{
+	struct udp_wire w;
+	struct lm_link_peer *p;
+	int ret = udp_wire_check(buf, len, l->hdr_size, l->link.max_payload);
+
+	if (ret) {
+		drop_log(l, ret == -FI_EIO ? "check failed" : "malformed");
+		return 0;
+	}
+	memcpy(&w, buf, sizeof(w));
+	p = peer_find(l, from);
+	if (!p && w.type != UDP_T_DATA)
+		return 0; /* nothing of ours to acknowledge */
+	if (!p && !(p = peer_get(l, from)))
+		return 0;
+	if (w.dst_inc && w.dst_inc != l->inc) {
+		/* For a process that had our address before us: tell its
+		 * sender we are another. */
+		drop_log(l, "for another incarnation");
+		if (w.src_inc < p->inc)
+			return 0;
+		if (w.src_inc > p->inc) {
+			if (p->inc)
+				peer_lost(l, p, "restarted at the same address");
+			p->inc = w.src_inc;
+			rx_drop(p);
+		}
+		ack_send(l, p, 0);
+		return 0;
+	}
+	if (w.src_inc != p->inc) {
+		if (w.src_inc < p->inc) {
+			drop_log(l, "from an earlier incarnation");
+			return 0;
+		}
+		if (p->inc)
+			peer_lost(l, p, "restarted at the same address");
+		p->inc = w.src_inc;
+		rx_drop(p);
+	}
+	p->live_ms = now / 1000;
+	p->probing_ms = 0;
+	if (w.flags & UDP_F_PROBE)
+		owe(l, p); /* the answer goes at the end of this poll */
+	on_ack(l, p, &w, now);
+	if (w.type != UDP_T_DATA)
+		return 0;
+	if (w.epoch < p->rx_epoch)
+		return 0;
+	if (w.epoch > p->rx_epoch) {
+		/* The sender began again: what it sent before is over. */
+		bool was = p->rx_epoch != 0;
+
+		rx_drop(p);
+		p->rx_epoch = w.epoch;
+		if (was && l->on_lost)
+			l->on_lost(l->arg, &p->addr);
+	}
+	return on_data(l, p, buf, len, w.seq);
+}
+
+/* Errors the kernel queued (IP_RECVERR): a closed port at a peer's
+ * address (the process died) makes it gone. */
+static void errs_read(struct udp_link *l)
+{
+	uint64_t now = lm_now_ms();
+
+	l->errs = false;
+	for (;;) {
+		union lm_inet_addr to;
+		char ctl[512], data[64];
+		struct iovec iov = {.iov_base = data, .iov_len = sizeof(data)};
+		struct msghdr m = {.msg_name = &to,
+		                   .msg_namelen = sizeof(to),
+		                   .msg_iov = &iov,
+		                   .msg_iovlen = 1,
+		                   .msg_control = ctl,
+		                   .msg_controllen = sizeof(ctl)};
+		struct lm_link_peer *p;
+		union lm_inet_addr a;
+		bool refused = false;
+
+		memset(&to, 0, sizeof(to));
+		if (recvmsg(l->sock, &m, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
+			return;
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+			struct sock_extended_err ee;
+
+			if (!((c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_RECVERR) ||
+			      (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_RECVERR)))
+				continue;
+			memcpy(&ee, CMSG_DATA(c), sizeof(ee));
+			refused = ee.ee_errno == ECONNREFUSED;
+		}
+		if (!refused || lm_inet_load(&a, &to, m.msg_namelen, l->family))
+			continue;
+		p = peer_find(l, &a);
+		if (!p || p->dead)
+			continue;
+		if (p->inc || (p->first_tx_ms && now - p->first_tx_ms > UDP_REFUSED_GRACE_MS))
+			peer_lost(l, p, "its port is closed");
+	}
+}
+
+/* Send again what is due: a timeout's oldest packet, and slots the
+ * socket had no room for. */
+static void timers_run(struct udp_link *l, uint64_t now)
+{
+	struct lm_list *it;
+	uint64_t now_ms = now / 1000;
+
+	lm_list_foreach(&l->peers_all, it)
+	{
+		struct lm_link_peer *p = lm_container_of(it, struct lm_link_peer, node);
+
+		if (p->unsent) {
+			p->unsent = false;
+			for (uint64_t seq = p->una; seq < p->next; seq++) {
+				struct udp_slot *s = &p->tx[seq % UDP_WINDOW];
+
+				if (!s->sent_us && s->len && slot_send(l, p, s, now))
+					break;
+			}
+		}
+		if (!p->due_us || p->due_us > now)
+			continue;
+		if (now_ms - p->live_ms > (uint64_t)l->params->peer_timeout_ms) {
+			peer_lost(l, p, "silent past the liveness time");
+			continue;
+		}
+		/* Everything not acknowledged that had time to be. */
+		for (uint64_t seq = p->una; seq < p->next; seq++) {
+			struct udp_slot *s = &p->tx[seq % UDP_WINDOW];
+
+			if (s->sacked || !s->sent_us || now - s->sent_us < p->rto_us / 2)
+				continue;
+			s->fast = false;
+			slot_send(l, p, s, now);
+		}
+		l->n_timeouts++;
+		p->ssthresh = p->cwnd / 2 > UDP_CWND_MIN ? p->cwnd / 2 : UDP_CWND_MIN;
+		p->cwnd = UDP_CWND_MIN;
+		p->rto_us = p->rto_us * 2 > UDP_RTO_MAX_US ? UDP_RTO_MAX_US : p->rto_us * 2;
+		p->due_us = now + p->rto_us;
+	}
+}
+
+/* Acknowledge what we owe, at the end of the poll that took it: the
+ * application may call nothing more for a while (wait for its peer by
+ * other means), and the sender's sends complete only on our word.  A
+ * packet we sent back meanwhile carried it already. */
+static void acks_flush(struct udp_link *l)
+{
+	struct lm_list *it;
+
+	while ((it = lm_list_pop_front(&l->owed))) {
+		struct lm_link_peer *p = lm_container_of(it, struct lm_link_peer, owed_node);
+
+		p->owed_listed = false;
+		if (p->owed && !p->dead)
+			ack_send(l, p, 0);
+	}
+}
+
+static int udp_link_poll(struct lm_link *link, int budget)
+{
+	struct udp_link *l = lm_container_of(link, struct udp_link, link);
+	int want = budget < UDP_BATCH ? budget : UDP_BATCH;
+	uint64_t now = 0;
+	int got, n = 0;
+
+	if (l->errs)
+		errs_read(l);
+	for (int i = 0; i < want; i++)
+		l->rmsg[i].msg_hdr.msg_namelen = sizeof(union lm_inet_addr);
+	/* A queued error (a closed port's) is reported before the datagrams
+	 * that came ahead of it: read it, then them, at once. */
+	for (int k = 0; k < 2; k++) {
+		got = want > 0 ? recvmmsg(l->sock, l->rmsg, (unsigned)want, MSG_DONTWAIT, NULL)
+		               : 0;
+		if (got >= 0 || errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+			break;
+		errs_read(l);
+	}
+	if (got > 0 || l->inflight || l->unsent)
+		now = lm_now_us();
+	for (int i = 0; i < got; i++) {
+		union lm_inet_addr from;
+
+		if (lm_inet_load(&from, &l->rfrom[i], l->rmsg[i].msg_hdr.msg_namelen,
+		                 l->family) ||
+		    (l->rmsg[i].msg_hdr.msg_flags & MSG_TRUNC)) {
+			drop_log(l, "truncated or of another family");
+			continue;
+		}
+		n += on_dgram(l, l->riov[i].iov_base, l->rmsg[i].msg_len, &from, now);
+	}
+	if (l->inflight || l->unsent) {
+		l->unsent = false;
+		timers_run(l, now);
+	}
+	if (!lm_list_empty(&l->owed))
+		acks_flush(l);
+	return n;
+}
+
+/* ---- sleeping ----------------------------------------------------------------- */
+
+static void timer_set(int fd, uint64_t us)
+{
+	struct itimerspec t = {.it_value = {.tv_sec = (time_t)(us / 1000000),
+	                                    .tv_nsec = (long)(us % 1000000) * 1000}};
+
+	if (!us)
+		t.it_value.tv_nsec = 1;
+	timerfd_settime(fd, 0, &t, NULL);
+}
+
+/* Both timers stopped, and their expirations read away. */
+static void timers_off(struct udp_link *l)
+{
+	struct itimerspec off = {0};
+
+	if (l->rto_set) {
+		timerfd_settime(l->rto_fd, 0, &off, NULL);
+		lm_fd_drain(l->rto_fd);
+		l->rto_set = false;
+	}
+	if (l->wake_set) {
+		timerfd_settime(l->wake_fd, 0, &off, NULL);
+		lm_fd_drain(l->wake_fd);
+		l->wake_set = false;
+	}
+}
+
+static void udp_link_arm(struct lm_link *link)
+{
+	struct udp_link *l = lm_container_of(link, struct udp_link, link);
+	uint64_t due = 0, now, least;
+	struct lm_list *it;
+
+	/* Each pass arms afresh: the engine asks wake_after again after it
+	 * if it still wants it, and the retransmission timer follows what
+	 * is in flight now. */
+	timers_off(l);
+	l->armed = true;
+	acks_flush(l);
+	errs_read(l); /* a queued error keeps the socket readable */
+	if (!l->inflight && !l->unsent)
+		return;
+	lm_list_foreach(&l->peers_all, it)
+	{
+		struct lm_link_peer *p = lm_container_of(it, struct lm_link_peer, node);
+
+		if (p->due_us && (!due || p->due_us < due))
+			due = p->due_us;
+	}
+	now = lm_now_us();
+	least = now + UDP_ARMED_RTO_MS * 1000ull;
+	if (l->unsent) /* the socket had no room: try again soon */
+		timer_set(l->rto_fd, 1000);
+	else if (due)
+		timer_set(l->rto_fd, (due > least ? due : least) - now);
+	l->rto_set = l->unsent || due;
+}
+
+static void udp_link_disarm(struct lm_link *link)
+{
+	struct udp_link *l = lm_container_of(link, struct udp_link, link);
+
+	l->armed = false;
+	timers_off(l);
+}
+
+static void udp_link_wake_after(struct lm_link *link, int ms)
+{
+	struct udp_link *l = lm_container_of(link, struct udp_link, link);
+
+	timer_set(l->wake_fd, (uint64_t)ms * 1000);
+	l->wake_set = true;
+}
+
+/* A full window fills again when acknowledgements arrive (the socket
+ * turns readable) or its timeout passes (the armed timer). */
+static int udp_link_want_room(struct lm_link *link, struct lm_link_peer *p)
+{
+	(void)link, (void)p;
+	return 0;
+}
+
+/* Asked while something waits on p: a peer silent for UDP_PROBE_MS is
+ * probed, and gone if it stays silent for the liveness time. */
+static bool udp_link_peer_alive(struct lm_link *link, struct lm_link_peer *p)
+{
+	struct udp_link *l = lm_container_of(link, struct udp_link, link);
+	uint64_t now = lm_now_ms();
+
+	if (p->dead || now - p->live_ms < UDP_PROBE_MS)
+		return !p->dead;
+	if (p->probing_ms && now - p->probing_ms > (uint64_t)l->params->peer_timeout_ms) {
+		peer_lost(l, p, "silent past the liveness time");
+		return false;
+	}
+	if (now - p->probe_ms >= UDP_PROBE_MS) {
+		if (!p->probing_ms)
+			p->probing_ms = now;
+		p->probe_ms = now;
+		ack_send(l, p, UDP_F_PROBE);
+	}
+	return true;
+}
+
+static void udp_link_peer_reset(struct lm_link *link, struct lm_link_peer *p)
+{
+	(void)link;
+	p->dead = false;
+}
+
+/* ---- open and close ----------------------------------------------------------- */
+
+/* An incarnation: later ones are larger (the wall clock in microseconds,
+ * which a restart at the same address cannot pass back), with random low
+ * bits to tell apart endpoints opened in the same microsecond. */
+static uint64_t inc_draw(void)
+{
+	struct timespec t;
+	uint16_t r = 0;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r))
+		r = (uint16_t)t.tv_nsec;
+	return (((uint64_t)t.tv_sec * 1000000 + (uint64_t)t.tv_nsec / 1000) << 12) |
+	       (r & 0xfff) | 1;
+}
+
+/* The MTU of the interface that holds address a; 0 when none does. */
+static int iface_mtu(const union lm_inet_addr *a)
+{
+	struct ifaddrs *all, *ifa;
+	int mtu = 0;
+
+	if (getifaddrs(&all))
+		return 0;
+	for (ifa = all; ifa && !mtu; ifa = ifa->ifa_next) {
+		union lm_inet_addr x;
+		struct ifreq r;
+		int s;
+
+		if (!ifa->ifa_addr || ifa->ifa_addr->sa_family != a->sa.sa_family ||
+		    lm_inet_load(&x, ifa->ifa_addr, lm_inet_len(a->sa.sa_family), AF_UNSPEC))
+			continue;
+		x.in.sin_port = a->in.sin_port;
+		if (memcmp(&x, a, sizeof(x)))
+			continue;
+		memset(&r, 0, sizeof(r));
+		snprintf(r.ifr_name, sizeof(r.ifr_name), "%s", ifa->ifa_name);
+		s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		if (s >= 0 && !ioctl(s, SIOCGIFMTU, &r))
+			mtu = r.ifr_mtu;
+		if (s >= 0)
+			close(s);
+	}
+	freeifaddrs(all);
+	return mtu;
+}
+
+static int sock_setup(struct udp_link *l, union lm_inet_addr *a)
+{
+	int one = 1, ret;
+
+	ret = lm_sock_bind_type(SOCK_DGRAM, &a->sa, lm_inet_len(l->family),
+	                        l->params->port_low, l->params->port_high, &l->sock);
+	if (ret)
+		return ret;
+	if (lm_inet_of_fd(l->sock, false, a))
+		return -FI_EIO;
+	if (l->params->sockbuf > 0) {
+		setsockopt(l->sock, SOL_SOCKET, SO_SNDBUF, &l->params->sockbuf, sizeof(int));
+		setsockopt(l->sock, SOL_SOCKET, SO_RCVBUF, &l->params->sockbuf, sizeof(int));
+	}
+	if (l->family == AF_INET)
+		setsockopt(l->sock, IPPROTO_IP, IP_RECVERR, &one, sizeof(one));
+	else
+		setsockopt(l->sock, IPPROTO_IPV6, IPV6_RECVERR, &one, sizeof(one));
+	return 0;
+}
+
+static int fds_setup(struct udp_link *l)
+{
+	int fds[] = {l->sock, -1, -1};
+
+	l->epfd = epoll_create1(EPOLL_CLOEXEC);
+	l->rto_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	l->wake_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (l->epfd < 0 || l->rto_fd < 0 || l->wake_fd < 0)
+		return lm_neg_errno(errno);
+	fds[1] = l->rto_fd;
+	fds[2] = l->wake_fd;
+	for (int i = 0; i < 3; i++)
+		if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, fds[i],
+		              &(struct epoll_event){.events = EPOLLIN | EPOLLERR}))
+			return lm_neg_errno(errno);
+	return 0;
+}
+
+static void link_free(struct udp_link *l)
+{
+	int fds[] = {l->sock, l->epfd, l->rto_fd, l->wake_fd};
+	struct lm_list *it;
+
+	while ((it = lm_list_pop_front(&l->peers_all))) {
+		struct lm_link_peer *p = lm_container_of(it, struct lm_link_peer, node);
+
+		for (unsigned i = 0; i < UDP_WINDOW; i++)
+			free(p->tx[i].buf);
+		rx_drop(p);
+		free(p);
+	}
+	lm_hmap_fini(&l->peers);
+	for (size_t i = 0; i < LM_ARRAY_SIZE(fds); i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	free(l->rbuf);
+	free(l);
+}
+
+static int link_open(int family, void *ctx, const struct lm_link_attr *attr,
+                     const void *name, struct lm_link **out)
+{
+	const struct udp_params *params = ctx;
+	union lm_inet_addr a = {.sa.sa_family = (sa_family_t)family};
+	struct udp_link *l;
+	int mtu, ret;
+
+	if ((name && lm_inet_load(&a, name, lm_inet_len(family), family)) ||
+	    attr->hdr_size > 256 || attr->connected)
+		return -FI_EINVAL;
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return -FI_ENOMEM;
+	l->sock = l->epfd = l->rto_fd = l->wake_fd = -1;
+	l->family = family;
+	l->params = params;
+	lm_list_init(&l->peers_all);
+	lm_list_init(&l->owed);
+	ret = lm_hmap_init(&l->peers, UDP_PEERS_EXPECTED);
+	if (ret) {
+		free(l);
+		return ret;
+	}
+	ret = sock_setup(l, &a);
+	if (!ret)
+		ret = fds_setup(l);
+	if (ret)
+		goto err;
+	l->self = a;
+	l->inc = inc_draw();
+	l->hdr_size = attr->hdr_size;
+	l->recv = attr->recv;
+	l->on_lost = attr->lost;
+	l->arg = attr->arg;
+	mtu = params->mtu ? params->mtu : iface_mtu(&a);
+	if (!mtu)
+		mtu = UDP_MTU_DEFAULT;
+	l->dgram_max = (size_t)mtu - UDP_IP_OVERHEAD;
+	if (l->dgram_max > UDP_DGRAM_MAX)
+		l->dgram_max = UDP_DGRAM_MAX;
+	if (l->dgram_max < sizeof(struct udp_wire) + l->hdr_size + 64) {
+		ret = -FI_EINVAL;
+		goto err;
+	}
+	l->rbuf = malloc(UDP_BATCH * l->dgram_max);
+	if (!l->rbuf) {
+		ret = -FI_ENOMEM;
+		goto err;
+	}
+	for (int i = 0; i < UDP_BATCH; i++) {
+		l->riov[i] = (struct iovec){l->rbuf + (size_t)i * l->dgram_max, l->dgram_max};
+		l->rmsg[i].msg_hdr = (struct msghdr){.msg_name = &l->rfrom[i],
+		                                     .msg_iov = &l->riov[i],
+		                                     .msg_iovlen = 1};
+	}
+	l->link.ops = family == AF_INET6 ? &udp6_link_ops : &udp_link_ops;
+	l->link.fd = l->epfd;
+	l->link.max_payload = l->dgram_max - sizeof(struct udp_wire) - l->hdr_size;
+	l->link.inline_max = 0;
+	/* A death is noticed by probing (peer_alive), not told. */
+	l->link.caps = LM_LINK_TELLS_DELIVERY;
+	l->link.addr = &l->self;
+	*out = &l->link;
+	return 0;
+err:
+	link_free(l);
+	return ret;
+}
+
+/* Before closing: acknowledge what we took, so that the senders' sends
+ * complete; what we sent and is unacknowledged is lost with us. */
+static void udp_link_close(struct lm_link *link)
+{
+	struct udp_link *l = lm_container_of(link, struct udp_link, link);
+
+	udp_link_poll(link, 0);
+	acks_flush(l);
+	LM_INFO(udp_log_prov, FI_LOG_EP_DATA,
+	        "closing: %llu datagrams sent, %llu of them again (%llu timeouts); "
+	        "%llu duplicates and %llu out of order received\n",
+	        (unsigned long long)l->n_sent, (unsigned long long)l->n_resent,
+	        (unsigned long long)l->n_timeouts, (unsigned long long)l->n_dup,
+	        (unsigned long long)l->n_ooo);
+	link_free(l);
+}
+
+static int udp_link_peer_open(struct lm_link *link, const void *addr,
+                              struct lm_link_peer **peer)
+{
+	struct udp_link *l = lm_container_of(link, struct udp_link, link);
+	union lm_inet_addr a;
+
+	if (lm_inet_load(&a, addr, lm_inet_len(l->family), l->family))
+		return -FI_EINVAL;
+	*peer = peer_get(l, &a);
+	return *peer ? 0 : -FI_ENOMEM;
+}
+
+/* Peers live as long as the link: their streams outlast AV entries. */
+static void udp_link_peer_close(struct lm_link *link, struct lm_link_peer *peer)
+{
+	(void)link, (void)peer;
+}
+
+static int udp4_link_open(void *ctx, const struct lm_link_attr *attr, const void *name,
+                          struct lm_link **out)
+{
+	return link_open(AF_INET, ctx, attr, name, out);
+}
+
+static int udp6_link_open(void *ctx, const struct lm_link_attr *attr, const void *name,
+                          struct lm_link **out)
+{
+	return link_open(AF_INET6, ctx, attr, name, out);
+}
+
+#define UDP_LINK_OPS                                                                     \
+	.name = "udp", .addr_to_str = lm_inet_to_str, .addr_str_max = UDP_ADDR_STR_MAX,  \
+	.close = udp_link_close, .peer_open = udp_link_peer_open,                        \
+	.peer_close = udp_link_peer_close, .send = udp_link_send,                        \
+	.send_many = udp_link_send_many, .mark = udp_link_mark,                          \
+	.delivered = udp_link_delivered, .poll = udp_link_poll, .arm = udp_link_arm,     \
+	.disarm = udp_link_disarm, .wake_after = udp_link_wake_after,                    \
+	.want_room = udp_link_want_room, .peer_alive = udp_link_peer_alive,              \
+	.peer_reset = udp_link_peer_reset, .addr_lane = lm_inet_lane
+
+const struct lm_link_ops udp_link_ops = {
+    UDP_LINK_OPS,
+    .addrlen = sizeof(struct sockaddr_in),
+    .addr_from_str = lm_inet4_from_str,
+    .addr_check = lm_inet4_check,
+    .open = udp4_link_open,
+};
+
+const struct lm_link_ops udp6_link_ops = {
+    UDP_LINK_OPS,
+    .addrlen = sizeof(struct sockaddr_in6),
+    .addr_from_str = lm_inet6_from_str,
+    .addr_check = lm_inet6_check,
+    .open = udp6_link_open,
+};

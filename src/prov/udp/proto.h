@@ -1,0 +1,75 @@
+/* proto.h - the udp link's wire format (UDP_PROTO_VERSION, now 1): the
+ * header in front of every datagram, which makes a stream of reliable,
+ * ordered packets per pair of endpoints out of UDP's datagrams.
+ *
+ *   +------------------+----------------------+-------------------+
+ *   | udp_wire (64 B)  | engine header        | payload           |
+ *   |                  | (hdr_len B, DATA)    | (len B, DATA)     |
+ *   +------------------+----------------------+-------------------+
+ *
+ * Every datagram carries the sender's incarnation (src_inc, drawn at
+ * random when its endpoint opens) and the incarnation it knows of the
+ * receiver (dst_inc, 0 before it heard from it).  A datagram meant for
+ * another incarnation of the receiver (dst_inc neither 0 nor its own) is
+ * a stray of a process that had this address before: dropped, and
+ * answered by an ACK that names the receiver's incarnation, so that its
+ * sender learns at once that the peer it knew is gone.
+ *
+ * DATA packets of one sender to one receiver are numbered from 1 (seq)
+ * within an epoch: a sender that gave up on a peer (it died, or stayed
+ * silent past the liveness time) starts a new epoch at 1.  A receiver
+ * hands the engine the packets of the newest (src_inc, epoch) it has seen
+ * in seq order, each once; an older pair's packets are dropped.
+ *
+ * Every datagram acknowledges the other direction: ack is the next seq
+ * the sender of the datagram expects of ack_epoch's stream (all below
+ * arrived), and bit i of sack says packet ack + 1 + i arrived too.  A
+ * sender keeps each DATA packet until it is acknowledged and sends it
+ * again when its timeout passes, or at once when three later packets
+ * were acknowledged before it (fast retransmit).
+ *
+ * check is a CRC-32C of the datagram with check zero: the kernel's UDP
+ * checksum covers the wire, not a relay that rewrites it.  Fields are in
+ * the sender's byte order (loom links join hosts of one architecture;
+ * the magic tells). */
+#ifndef LOOM_UDP_PROTO_H
+#define LOOM_UDP_PROTO_H
+
+#include <stdint.h>
+
+#define UDP_MAGIC         0x4c55 /* "UL" little-endian */
+/* The format's version (also fi_info's protocol_version): a datagram of
+ * another is dropped. */
+#define UDP_PROTO_VERSION 1
+
+/* Wire values of udp_wire.type. */
+enum {
+	UDP_T_DATA = 1, /* an engine packet: header and payload follow */
+	UDP_T_ACK = 2,  /* acknowledgement only: nothing follows */
+};
+
+/* udp_wire.flags: an ACK that asks for an ACK back at once (a peer that
+ * waits on the receiver and heard nothing from it for a while); 0 on
+ * DATA. */
+#define UDP_F_PROBE 1
+
+struct udp_wire {
+	uint16_t magic;
+	uint8_t version;
+	uint8_t type;
+	uint16_t flags;   /* UDP_F_* */
+	uint16_t hdr_len; /* DATA: the engine header's size; ACK: 0 */
+	uint32_t len;     /* DATA: payload bytes after the engine header */
+	uint32_t check;   /* CRC-32C of the whole datagram with check 0 */
+	uint64_t src_inc;
+	uint64_t dst_inc;
+	uint32_t epoch;     /* DATA: the sender's epoch toward the receiver */
+	uint32_t ack_epoch; /* the receiver's epoch that ack and sack are of */
+	uint64_t seq;       /* DATA: from 1 */
+	uint64_t ack;       /* 0: nothing of ack_epoch received yet */
+	uint64_t sack;
+};
+
+_Static_assert(sizeof(struct udp_wire) == 64, "udp wire header is 64 bytes");
+
+#endif

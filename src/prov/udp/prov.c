@@ -1,0 +1,224 @@
+/* prov.c - the udp provider: one fi_info per usable IPv4 and IPv6
+ * interface address (loopback last), its parameters, and the fabric and
+ * domain (the RDM engine's, over the UDP link). */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "inet.h"
+#include "udp.h"
+#include "v1_names.h"
+
+#define UDP_CAPS                                                                         \
+	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV | FI_READ |         \
+	 FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_SOURCE | FI_DIRECTED_RECV |    \
+	 FI_MULTI_RECV | FI_NAMED_RX_CTX | FI_LOCAL_COMM | FI_REMOTE_COMM |              \
+	 FI_RMA_EVENT | FI_FENCE | FI_SHARED_AV | FI_TRIGGER | LM_CAPS_V2)
+
+/* A peer silent this long while data waits for its acknowledgement is
+ * gone: as long as tcp gives a connection to come up. */
+#define UDP_PEER_TIMEOUT_MS 10000
+/* Socket buffers: deep enough for a window of full datagrams from each of
+ * many peers (the kernel caps them at net.core.wmem_max and rmem_max). */
+#define UDP_SOCKBUF (8 << 20)
+
+/* An int parameter within [lo, hi] into *out; out of range, the default
+ * stays and the log says so. */
+static void int_param(const char *name, const char *env, int lo, int hi, int *out)
+{
+	int v;
+
+	if (fi_param_get_int(&udp_prov, name, &v))
+		return;
+	if (v < lo || v > hi) {
+		LM_WARN(&udp_prov, FI_LOG_CORE,
+		        "%s=%d is outside [%d, %d]: the default is used\n", env, v, lo, hi);
+		return;
+	}
+	*out = v;
+}
+
+void udp_params_read(struct udp_params *params)
+{
+	*params = (struct udp_params){.peer_timeout_ms = UDP_PEER_TIMEOUT_MS,
+	                              .sockbuf = UDP_SOCKBUF};
+	int_param("port_low_range", "FI_UDP_PORT_LOW_RANGE", 1, 65535, &params->port_low);
+	int_param("port_high_range", "FI_UDP_PORT_HIGH_RANGE", 1, 65535, &params->port_high);
+	if (params->port_low && params->port_high < params->port_low)
+		params->port_high = 65535;
+	int_param("mtu", "FI_UDP_MTU", 576, 65535, &params->mtu);
+	int_param("peer_timeout", "FI_UDP_PEER_TIMEOUT", 1, INT_MAX, &params->peer_timeout_ms);
+	int_param("sockbuf", "FI_UDP_SOCKBUF", 0, INT_MAX, &params->sockbuf);
+}
+
+static const struct fi_tx_attr udp_tx = {
+    .caps = UDP_CAPS & LM_TX_CAPS,
+    .msg_order = FI_ORDER_SAS,
+    .comp_order = LM_ORDER_NONE,
+    .inject_size = LM_RDM_INJECT_SIZE,
+    .size = LM_RDM_QUEUE_SIZE,
+    .iov_limit = LM_IOV_LIMIT,
+    .rma_iov_limit = LM_RMA_IOV_LIMIT,
+};
+static const struct fi_rx_attr udp_rx = {
+    .caps = UDP_CAPS & LM_RX_CAPS,
+    .msg_order = FI_ORDER_SAS,
+    .comp_order = LM_ORDER_NONE,
+    .total_buffered_recv = LM_RDM_UNEXP_MAX,
+    .size = LM_RDM_QUEUE_SIZE,
+    .iov_limit = LM_IOV_LIMIT,
+};
+static const struct fi_ep_attr udp_ep = {
+    .type = FI_EP_RDM,
+    .protocol = FI_PROTO_UDP,
+    .protocol_version = UDP_PROTO_VERSION,
+    .max_msg_size = LM_RDM_MAX_MSG_SIZE,
+    .mem_tag_format = LM_TAG_FORMAT_ALL,
+    .tx_ctx_cnt = 1,
+    .rx_ctx_cnt = 1,
+};
+static const struct fi_domain_attr udp_dom = {
+    LM_RDM_DOMAIN_ATTRS,
+    .caps = FI_LOCAL_COMM | FI_REMOTE_COMM | FI_SHARED_AV,
+};
+
+/* What interface f offers for q: the RDM info, if it matches hints. */
+static int iface_infos(uint32_t version, const struct fi_info *hints,
+                       const struct lm_inet_query *q, struct lm_iface *f,
+                       struct fi_info **got)
+{
+	struct fi_tx_attr tx = udp_tx;
+	struct fi_rx_attr rx = udp_rx;
+	struct fi_ep_attr ep = udp_ep;
+	struct fi_domain_attr dom = udp_dom;
+	struct fi_fabric_attr fab = {.name = f->fabric, .prov_version = LM_PROV_VERSION};
+	struct fi_info tmpl = {.caps = UDP_CAPS,
+	                       .addr_format = lm_inet_format(q, f),
+	                       .tx_attr = &tx,
+	                       .rx_attr = &rx,
+	                       .ep_attr = &ep,
+	                       .domain_attr = &dom,
+	                       .fabric_attr = &fab};
+	const struct fi_info *tmpls[] = {&tmpl, NULL};
+	struct fi_info *list = NULL;
+	int ret;
+
+	*got = NULL;
+	dom.name = f->name;
+	if (lm_info_match_list(version, tmpls, hints, &list))
+		return 0;
+	lm_rdm_progress_default(&udp_prov, hints, list);
+	ret = lm_inet_info_addrs(list, q, f);
+	if (ret) {
+		fi_freeinfo(list);
+		return ret;
+	}
+	*got = list;
+	return 0;
+}
+
+static int udp_getinfo(uint32_t version, const char *node, const char *service,
+                       uint64_t flags, const struct fi_info *hints, struct fi_info **info)
+{
+	return lm_inet_getinfo(&udp_prov, version, node, service, flags, hints, iface_infos,
+	                       info);
+}
+
+/* ---- fabric and domain ---------------------------------------------------- */
+
+/* An engine domain with the parameters its links share (their link_ctx). */
+struct udp_domain {
+	struct lm_rdm_domain rdm; /* first: util's fi_close frees the whole */
+	struct udp_params params;
+};
+
+/* The link of the info's address family: its source address's (or its
+ * destination's), else the format's. */
+static const struct lm_link_ops *link_ops_of(const struct fi_info *info)
+{
+	union lm_inet_addr a;
+	const void *addr = info->src_addr ? info->src_addr : info->dest_addr;
+	size_t len = info->src_addr ? info->src_addrlen : info->dest_addrlen;
+	int ret = -FI_EINVAL;
+
+	if (info->addr_format == FI_SOCKADDR_IN6)
+		return &udp6_link_ops;
+	if (addr && info->addr_format == FI_ADDR_STR)
+		ret = lm_inet_parse(addr, NULL, AF_UNSPEC, &a);
+	else if (addr && info->addr_format == FI_SOCKADDR)
+		ret = lm_inet_load(&a, addr, len, AF_UNSPEC);
+	return !ret && a.sa.sa_family == AF_INET6 ? &udp6_link_ops : &udp_link_ops;
+}
+
+static const struct fi_ops_domain udp_domain_ops = LM_RDM_DOMAIN_OPS(lm_rdm_endpoint);
+
+static int udp_domain_open(struct fid_fabric *fabric, struct fi_info *info,
+                           struct fid_domain **domain, void *context)
+{
+	struct lm_fabric *fab = lm_container_of(fabric, struct lm_fabric, fabric_fid);
+	struct udp_domain *d;
+	int ret;
+
+	if (!info || !info->domain_attr)
+		return -FI_EINVAL;
+	if (info->domain_attr->name &&
+	    !lm_iface_named(&udp_prov, NULL, info->domain_attr->name))
+		return -FI_EINVAL;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -FI_ENOMEM;
+	udp_params_read(&d->params);
+	ret = lm_rdm_domain_init(&d->rdm, fab, info, link_ops_of(info), &d->params, context);
+	if (ret) {
+		free(d);
+		return ret;
+	}
+	d->rdm.util.domain_fid.ops = (struct fi_ops_domain *)&udp_domain_ops;
+	d->rdm.no_bulk = true;
+	*domain = &d->rdm.util.domain_fid;
+	return 0;
+}
+
+static const struct fi_ops_fabric udp_fabric_ops =
+    LM_FABRIC_OPS(udp_domain_open, lm_fabric_no_pep);
+
+static int udp_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
+                           void *context)
+{
+	if (attr && attr->name && !lm_iface_named(&udp_prov, attr->name, NULL))
+		return -FI_EINVAL;
+	return lm_fabric_open(&udp_prov, attr, &udp_fabric_ops, context, fabric);
+}
+
+struct fi_provider udp_prov = {
+    .version = LM_PROV_VERSION,
+    .fi_version = LM_PROV_FI_VERSION,
+    .name = "udp",
+    .getinfo = udp_getinfo,
+    .fabric = udp_fabric_open,
+};
+
+struct fi_provider *udp_prov_init(void)
+{
+	udp_log_prov = &udp_prov;
+	lm_rdm_progress_param(&udp_prov);
+	fi_param_define(&udp_prov, "iface", FI_PARAM_STRING,
+	                "Only this network interface (default: every interface that "
+	                "is up, loopback last)");
+	fi_param_define(&udp_prov, "port_low_range", FI_PARAM_INT,
+	                "Lowest port endpoints bind (default: any port)");
+	fi_param_define(&udp_prov, "port_high_range", FI_PARAM_INT,
+	                "Highest port endpoints bind (default: any port)");
+	fi_param_define(&udp_prov, "mtu", FI_PARAM_INT,
+	                "Largest IP packet a datagram makes, 576 to 65535; larger "
+	                "messages go in several (default: the MTU of the endpoint's "
+	                "interface)");
+	fi_param_define(&udp_prov, "peer_timeout", FI_PARAM_INT,
+	                "Milliseconds a peer may stay silent while data waits for its "
+	                "acknowledgement before its operations fail (default: 10000)");
+	fi_param_define(&udp_prov, "sockbuf", FI_PARAM_INT,
+	                "Send and receive buffer bytes of each endpoint's socket, capped "
+	                "by net.core.wmem_max and rmem_max; 0 leaves them to the kernel "
+	                "(default: 8388608)");
+	return &udp_prov;
+}

@@ -1,0 +1,43 @@
+/* udp.h - the udp provider: the RDM engine over the UDP link (link.c),
+ * which makes datagrams reliable and ordered per peer, and the
+ * fi_provider with its parameters (prov.c).  Wire format: proto.h. */
+#ifndef LOOM_UDP_H
+#define LOOM_UDP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto.h"
+#include "rdm.h"
+
+/* What a domain's links share: the provider's parameters. */
+struct udp_params {
+	int port_low, port_high; /* 0: any port */
+	int mtu;                 /* largest datagram's IP packet; 0: the interface's */
+	int peer_timeout_ms;     /* a peer silent this long with data unacknowledged is gone */
+	int sockbuf;             /* SO_SNDBUF/SO_RCVBUF bytes; 0: the kernel's */
+};
+
+/* The provider's parameters as the environment sets them now (prov.c). */
+void udp_params_read(struct udp_params *params);
+
+/* The link for IPv4 addresses and the same link for IPv6 ones; a domain
+ * uses one, by its info's address family. */
+extern const struct lm_link_ops udp_link_ops;
+extern const struct lm_link_ops udp6_link_ops;
+extern struct fi_provider udp_prov;
+extern const struct fi_provider *udp_log_prov;
+
+struct fi_provider *udp_prov_init(void);
+
+/* The datagram check (link.c), apart so the fuzz target can call it: 0
+ * when the len bytes at buf are a datagram a link whose engine header is
+ * hdr_size bytes and whose payloads are at most max_payload bytes takes,
+ * else a negative FI_E* code. */
+int udp_wire_check(const void *buf, size_t len, size_t hdr_size, size_t max_payload);
+
+/* CRC-32C (Castagnoli) of len bytes, carried on from crc (0 to begin). */
+uint32_t udp_crc32c(uint32_t crc, const void *data, size_t len);
+
+#endif

@@ -1,0 +1,480 @@
+/* link.c - the udp link's own cases, through its ops table: two links in
+ * this process talk through a relay (two UDP sockets of the test's) that
+ * drops, duplicates, reorders, delays and corrupts datagrams at rates the
+ * case sets.  Each direction carries thousands of packets of every size
+ * class, numbered, with their bytes a function of the number: every one
+ * must arrive exactly once, in order, intact; a corrupted datagram must
+ * never be delivered.  Then the handshake's cases: a peer restarted at the
+ * same address (a new incarnation) is reported lost and reached afresh,
+ * a stray for the old incarnation is answered, a datagram of another
+ * version or with a bad check is dropped, and udp_wire_check refuses
+ * malformed bytes. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "rdm.h"
+#include "udp.h"
+
+#define HDR       sizeof(struct lm_rdm_hdr)
+#define NPKT      2000
+#define WAIT_MS   60000
+#define HOLD_MAX  64 /* datagrams the relay holds back to reorder */
+#define DGRAM_MAX 65536
+
+static struct udp_params params = {.peer_timeout_ms = 20000, .sockbuf = 8 << 20};
+
+/* ---- ends ------------------------------------------------------------------ */
+
+struct end {
+	const char *name;
+	struct lm_link *link;
+	struct sockaddr_in addr;
+	struct lm_link_peer *peer;
+	uint64_t next, got, bad, lost;
+};
+
+static size_t len_of(const struct end *e, uint64_t i)
+{
+	size_t max = e->link->max_payload;
+	size_t choices[] = {0, 1, 63, 64, 1000, 4096, 20000, max - 1, max};
+
+	return choices[(i * 7) % (sizeof(choices) / sizeof(choices[0]))];
+}
+
+static unsigned char byte_of(uint64_t i, size_t off)
+{
+	return (unsigned char)(i * 131 + off * 7 + 1);
+}
+
+static void on_recv(void *arg, const void *src, const void *hdr, const void *payload,
+                    size_t len)
+{
+	struct end *e = arg;
+	struct lm_rdm_hdr h;
+	const unsigned char *p = payload;
+	bool ok;
+
+	(void)src;
+	memcpy(&h, hdr, sizeof(h));
+	ok = h.tag == e->next && h.data == ~h.tag && h.size == len;
+	for (size_t i = 0; ok && i < len; i++)
+		ok = p[i] == byte_of(h.tag, i);
+	if (!ok && e->bad++ < 3)
+		fprintf(stderr, "%s: packet %llu (want %llu), %zu bytes: wrong\n", e->name,
+		        (unsigned long long)h.tag, (unsigned long long)e->next, len);
+	e->next = h.tag + 1;
+	e->got++;
+}
+
+static void on_lost(void *arg, const void *src)
+{
+	(void)src;
+	((struct end *)arg)->lost++;
+}
+
+static int end_open(struct end *e, const char *name, const struct sockaddr_in *at)
+{
+	struct sockaddr_in lo = {.sin_family = AF_INET,
+	                         .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct lm_link_attr attr = {.hdr_size = HDR, .recv = on_recv, .lost = on_lost,
+	                            .arg = e};
+	int ret;
+
+	memset(e, 0, sizeof(*e));
+	e->name = name;
+	ret = udp_link_ops.open(&params, &attr, at ? at : &lo, &e->link);
+	if (ret) {
+		fprintf(stderr, "%s: open: %d\n", name, ret);
+		return ret;
+	}
+	memcpy(&e->addr, e->link->addr, sizeof(e->addr));
+	return 0;
+}
+
+static void end_close(struct end *e)
+{
+	if (e->link)
+		udp_link_ops.close(e->link);
+	e->link = NULL;
+}
+
+static ssize_t send_one(struct end *a, uint64_t i)
+{
+	static unsigned char buf[DGRAM_MAX];
+	size_t len = len_of(a, i);
+	struct lm_rdm_hdr h = {.version = 1, .op = 3, .size = len, .tag = i, .data = ~i};
+	struct iovec iov = {buf, len};
+
+	for (size_t k = 0; k < len; k++)
+		buf[k] = byte_of(i, k);
+	return udp_link_ops.send(a->link, a->peer, &h, &iov, 1);
+}
+
+/* ---- the relay --------------------------------------------------------------- */
+
+struct held {
+	unsigned char *buf;
+	size_t len;
+	int to; /* 0: toward a, 1: toward b */
+	int wait; /* relay rounds before it goes */
+};
+
+/* Percentages of datagrams dropped, duplicated, held back (reordered),
+ * and corrupted (a byte flipped). */
+struct mangle {
+	int drop, dup, reorder, corrupt;
+};
+
+struct relay {
+	int fd[2];                  /* fd[0] faces a, fd[1] faces b */
+	struct sockaddr_in addr[2]; /* their addresses */
+	struct sockaddr_in to[2];   /* a's and b's */
+	struct mangle m;
+	struct held held[HOLD_MAX];
+	int nheld;
+	uint64_t seen, dropped, dupped, reordered, corrupted;
+	unsigned rnd;
+};
+
+static unsigned rnd(struct relay *r)
+{
+	r->rnd = r->rnd * 1103515245u + 12345u;
+	return (r->rnd >> 8) % 100;
+}
+
+static int relay_open(struct relay *r, const struct end *a, const struct end *b,
+                      struct mangle m)
+{
+	memset(r, 0, sizeof(*r));
+	r->m = m;
+	r->rnd = 12345;
+	r->to[0] = a->addr;
+	r->to[1] = b->addr;
+	for (int i = 0; i < 2; i++) {
+		socklen_t len = sizeof(r->addr[i]);
+		int sz = 8 << 20;
+
+		r->addr[i] = (struct sockaddr_in){.sin_family = AF_INET,
+		                                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+		r->fd[i] = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+		if (r->fd[i] < 0 || bind(r->fd[i], (struct sockaddr *)&r->addr[i], len) ||
+		    getsockname(r->fd[i], (struct sockaddr *)&r->addr[i], &len))
+			return -1;
+		setsockopt(r->fd[i], SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+		setsockopt(r->fd[i], SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	}
+	return 0;
+}
+
+static void relay_close(struct relay *r)
+{
+	for (int i = 0; i < r->nheld; i++)
+		free(r->held[i].buf);
+	close(r->fd[0]);
+	close(r->fd[1]);
+}
+
+/* Out through the socket facing the far end: a packet from a (arrived on
+ * fd[0]) leaves from fd[1] to b, so b sees the relay's fd[1] as its
+ * peer, and the other way. */
+static void relay_out(struct relay *r, int to, const unsigned char *buf, size_t len)
+{
+	sendto(r->fd[to], buf, len, 0, (const struct sockaddr *)&r->to[to], sizeof(r->to[to]));
+}
+
+static void relay_run(struct relay *r)
+{
+	static unsigned char buf[DGRAM_MAX];
+
+	for (int i = 0; i < r->nheld;) {
+		struct held *h = &r->held[i];
+
+		if (--h->wait > 0) {
+			i++;
+			continue;
+		}
+		relay_out(r, h->to, h->buf, h->len);
+		free(h->buf);
+		*h = r->held[--r->nheld];
+	}
+	for (int from = 0; from < 2; from++) {
+		for (int k = 0; k < 64; k++) {
+			ssize_t n = recv(r->fd[from], buf, sizeof(buf), MSG_DONTWAIT);
+			int to = !from;
+
+			if (n <= 0)
+				break;
+			r->seen++;
+			if ((int)rnd(r) < r->m.drop) {
+				r->dropped++;
+				continue;
+			}
+			if ((int)rnd(r) < r->m.corrupt) {
+				buf[rnd(r) * (size_t)n / 100] ^= (unsigned char)(1 + rnd(r));
+				r->corrupted++;
+			}
+			if ((int)rnd(r) < r->m.dup) {
+				relay_out(r, to, buf, (size_t)n);
+				r->dupped++;
+			}
+			if ((int)rnd(r) < r->m.reorder && r->nheld < HOLD_MAX) {
+				struct held *h = &r->held[r->nheld];
+
+				h->buf = malloc((size_t)n);
+				if (h->buf) {
+					memcpy(h->buf, buf, (size_t)n);
+					h->len = (size_t)n;
+					h->to = to;
+					h->wait = 1 + (int)rnd(r) % 5;
+					r->nheld++;
+					r->reordered++;
+					continue;
+				}
+			}
+			relay_out(r, to, buf, (size_t)n);
+		}
+	}
+}
+
+/* ---- cases --------------------------------------------------------------------- */
+
+/* NPKT packets each way through a relay mangling at m: every one
+ * delivered once, in order, intact. */
+static void through(const char *what, struct mangle m)
+{
+	struct end a, b;
+	struct relay r;
+	uint64_t sa = 0, sb = 0, end;
+
+	if (end_open(&a, "a", NULL) || end_open(&b, "b", NULL) ||
+	    relay_open(&r, &a, &b, m)) {
+		CHECK(0);
+		return;
+	}
+	/* a's peer is the relay's side facing it, and so for b. */
+	CHECK_INT(udp_link_ops.peer_open(a.link, &r.addr[0], &a.peer), 0);
+	CHECK_INT(udp_link_ops.peer_open(b.link, &r.addr[1], &b.peer), 0);
+	for (end = lm_now_ms() + WAIT_MS;
+	     (a.got < NPKT || b.got < NPKT) && lm_now_ms() < end;) {
+		while (sa < NPKT && !send_one(&a, sa))
+			sa++;
+		while (sb < NPKT && !send_one(&b, sb))
+			sb++;
+		relay_run(&r);
+		udp_link_ops.poll(a.link, 64);
+		udp_link_ops.poll(b.link, 64);
+		relay_run(&r);
+	}
+	fprintf(stderr,
+	        "%s: %llu and %llu of %d delivered; relay saw %llu: %llu dropped, %llu "
+	        "duplicated, %llu reordered, %llu corrupted\n",
+	        what, (unsigned long long)a.got, (unsigned long long)b.got, NPKT,
+	        (unsigned long long)r.seen, (unsigned long long)r.dropped,
+	        (unsigned long long)r.dupped, (unsigned long long)r.reordered,
+	        (unsigned long long)r.corrupted);
+	CHECK_INT(a.got, NPKT);
+	CHECK_INT(b.got, NPKT);
+	CHECK_INT(a.bad + b.bad, 0);
+	CHECK_INT(a.lost + b.lost, 0);
+	CHECK(udp_link_ops.peer_alive(a.link, a.peer));
+	relay_close(&r);
+	end_close(&a);
+	end_close(&b);
+}
+
+static bool readable(int fd, int ms)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+
+	return poll(&p, 1, ms) == 1;
+}
+
+/* b goes and a new b opens at its address: a hears it was lost, and
+ * packets flow between a and the new b from number 0 again. */
+static void restart(void)
+{
+	struct end a, b, b2;
+	uint64_t end;
+
+	if (end_open(&a, "a", NULL) || end_open(&b, "b", NULL)) {
+		CHECK(0);
+		return;
+	}
+	CHECK_INT(udp_link_ops.peer_open(a.link, &b.addr, &a.peer), 0);
+	CHECK_INT(udp_link_ops.peer_open(b.link, &a.addr, &b.peer), 0);
+	for (uint64_t i = 0; i < 10; i++)
+		CHECK_INT(send_one(&a, i), 0);
+	for (end = lm_now_ms() + WAIT_MS; b.got < 10 && lm_now_ms() < end;) {
+		udp_link_ops.poll(b.link, 64);
+		udp_link_ops.poll(a.link, 64);
+	}
+	CHECK_INT(b.got, 10);
+	end_close(&b);
+	/* The new one, at the same address, speaks first. */
+	CHECK_INT(end_open(&b2, "b2", &b.addr), 0);
+	CHECK_INT(memcmp(&b2.addr, &b.addr, sizeof(b.addr)), 0);
+	CHECK_INT(udp_link_ops.peer_open(b2.link, &a.addr, &b2.peer), 0);
+	CHECK_INT(send_one(&b2, 0), 0);
+	for (end = lm_now_ms() + WAIT_MS; a.got < 1 && lm_now_ms() < end;) {
+		udp_link_ops.poll(a.link, 64);
+		udp_link_ops.poll(b2.link, 64);
+	}
+	CHECK_INT(a.got, 1);
+	CHECK_INT(a.lost, 1); /* the old b, reported once */
+	CHECK(!udp_link_ops.peer_alive(a.link, a.peer));
+	udp_link_ops.peer_reset(a.link, a.peer);
+	CHECK(udp_link_ops.peer_alive(a.link, a.peer));
+	/* a's stream to the new b starts again at 0. */
+	b2.next = 0;
+	for (uint64_t i = 0; i < 10; i++)
+		CHECK_INT(send_one(&a, i), 0);
+	for (end = lm_now_ms() + WAIT_MS; b2.got < 10 && lm_now_ms() < end;) {
+		udp_link_ops.poll(b2.link, 64);
+		udp_link_ops.poll(a.link, 64);
+	}
+	CHECK_INT(b2.got, 10);
+	CHECK_INT(b2.bad, 0);
+	CHECK_INT(b2.lost, 0);
+	end_close(&a);
+	end_close(&b2);
+}
+
+/* A stray for a previous incarnation: a's first packets named an
+ * incarnation of b that b is not.  b drops them and answers; a learns
+ * that the b it knew is gone. */
+static void stray(void)
+{
+	struct end b;
+	unsigned char buf[256];
+	struct sockaddr_in from;
+	socklen_t flen = sizeof(from);
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in me = {.sin_family = AF_INET,
+	                         .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t mlen = sizeof(me);
+	struct udp_wire w = {.magic = UDP_MAGIC,
+	                     .version = UDP_PROTO_VERSION,
+	                     .type = UDP_T_DATA,
+	                     .hdr_len = HDR,
+	                     .src_inc = 77,
+	                     .dst_inc = 12345, /* not b's */
+	                     .epoch = 1,
+	                     .seq = 1};
+	struct lm_rdm_hdr h = {.version = 1, .op = 3, .tag = 0, .data = ~0ull};
+	ssize_t n;
+
+	if (fd < 0 || bind(fd, (struct sockaddr *)&me, sizeof(me)) ||
+	    getsockname(fd, (struct sockaddr *)&me, &mlen) || end_open(&b, "b", NULL)) {
+		CHECK(0);
+		return;
+	}
+	memcpy(buf, &w, sizeof(w));
+	memcpy(buf + sizeof(w), &h, HDR);
+	w.check = udp_crc32c(0, buf, sizeof(w) + HDR);
+	memcpy(buf, &w, sizeof(w));
+	CHECK(sendto(fd, buf, sizeof(w) + HDR, 0, (struct sockaddr *)&b.addr,
+	             sizeof(b.addr)) > 0);
+	for (int i = 0; i < 1000 && !readable(fd, 1); i++)
+		udp_link_ops.poll(b.link, 64);
+	CHECK_INT(b.got, 0); /* not delivered */
+	n = recvfrom(fd, buf, sizeof(buf), MSG_DONTWAIT, (struct sockaddr *)&from, &flen);
+	CHECK_INT(n, sizeof(w)); /* the answer: an ACK naming b */
+	if (n == sizeof(w)) {
+		memcpy(&w, buf, sizeof(w));
+		CHECK_INT(w.type, UDP_T_ACK);
+		CHECK_INT(w.dst_inc, 77);
+		CHECK(w.src_inc != 0 && w.src_inc != 12345);
+		CHECK_INT(udp_wire_check(buf, (size_t)n, HDR, b.link->max_payload), 0);
+	}
+	close(fd);
+	end_close(&b);
+}
+
+/* udp_wire_check refuses what is malformed. */
+static void wire_checks(void)
+{
+	unsigned char buf[sizeof(struct udp_wire) + HDR + 16];
+	struct udp_wire w = {.magic = UDP_MAGIC,
+	                     .version = UDP_PROTO_VERSION,
+	                     .type = UDP_T_DATA,
+	                     .hdr_len = HDR,
+	                     .len = 16,
+	                     .src_inc = 1,
+	                     .epoch = 1,
+	                     .seq = 1};
+	size_t full = sizeof(buf);
+	struct udp_wire v;
+
+#define SEAL(x)                                                                          \
+	do {                                                                             \
+		(x).check = 0;                                                           \
+		memcpy(buf, &(x), sizeof(x));                                            \
+		(x).check = udp_crc32c(0, buf, full);                                    \
+		memcpy(buf, &(x), sizeof(x));                                            \
+	} while (0)
+	memset(buf, 0x5a, sizeof(buf));
+	SEAL(w);
+	CHECK_INT(udp_wire_check(buf, full, HDR, 1000), 0);
+	CHECK(udp_wire_check(buf, full - 1, HDR, 1000) < 0); /* short */
+	CHECK(udp_wire_check(buf, 10, HDR, 1000) < 0);
+	CHECK(udp_wire_check(buf, full, HDR, 8) < 0); /* beyond max_payload */
+	CHECK(udp_wire_check(buf, full, HDR + 8, 1000) < 0);
+	buf[full - 1] ^= 1; /* a payload byte */
+	CHECK_INT(udp_wire_check(buf, full, HDR, 1000), -FI_EIO);
+	buf[full - 1] ^= 1;
+	v = w;
+	v.version = UDP_PROTO_VERSION + 1;
+	SEAL(v);
+	CHECK(udp_wire_check(buf, full, HDR, 1000) < 0);
+	v = w;
+	v.magic = 0;
+	SEAL(v);
+	CHECK(udp_wire_check(buf, full, HDR, 1000) < 0);
+	v = w;
+	v.type = 9;
+	SEAL(v);
+	CHECK(udp_wire_check(buf, full, HDR, 1000) < 0);
+	v = w;
+	v.flags = UDP_F_PROBE;
+	SEAL(v); /* a flag of ACKs only */
+	CHECK(udp_wire_check(buf, full, HDR, 1000) < 0);
+	v = w;
+	v.seq = 0;
+	SEAL(v);
+	CHECK(udp_wire_check(buf, full, HDR, 1000) < 0);
+	v = w;
+	v.epoch = 0;
+	SEAL(v);
+	CHECK(udp_wire_check(buf, full, HDR, 1000) < 0);
+	v = w;
+	v.src_inc = 0;
+	SEAL(v);
+	CHECK(udp_wire_check(buf, full, HDR, 1000) < 0);
+	v = w;
+	v.type = UDP_T_ACK;
+	SEAL(v); /* an ACK carries nothing */
+	CHECK(udp_wire_check(buf, full, HDR, 1000) < 0);
+#undef SEAL
+}
+
+int main(void)
+{
+	wire_checks();
+	through("clean", (struct mangle){0});
+	through("10% loss", (struct mangle){.drop = 10});
+	through("30% loss", (struct mangle){.drop = 30});
+	through("duplicated and reordered",
+	        (struct mangle){.dup = 10, .reorder = 20});
+	through("corrupted", (struct mangle){.corrupt = 10});
+	through("everything", (struct mangle){.drop = 5, .dup = 5, .reorder = 10, .corrupt = 5});
+	restart();
+	stray();
+	return check_done();
+}
