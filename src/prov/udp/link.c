@@ -12,6 +12,7 @@
 #include <linux/errqueue.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +47,10 @@
  * this long: a peer that does not acknowledge is mostly one that is not
  * polling either, and a sleeper woken for nothing burns a core's time. */
 #define UDP_ARMED_RTO_MS 250
+/* A closing endpoint waits this long at most for the peers it took
+ * packets from to answer its farewell probes, sent again this often. */
+#define UDP_CLOSE_WAIT_MS  250
+#define UDP_CLOSE_PROBE_MS 20
 /* The send window (packets) a peer starts with, and its floor. */
 #define UDP_CWND_INIT 32.0
 #define UDP_CWND_MIN  2.0
@@ -92,6 +97,8 @@ struct lm_link_peer {
 	uint64_t inc; /* its incarnation; 0: not heard yet */
 	bool dead;    /* gone until peer_reset */
 	bool self;    /* our own address */
+	bool answer_owed; /* it probed us */
+	bool answered;    /* it answered a probe of ours */
 	bool owed_listed;
 	/* Sending. */
 	uint32_t epoch;      /* ours toward it, from 1 */
@@ -135,6 +142,7 @@ struct udp_link {
 	bool unsent;       /* some peer has a slot waiting for socket room */
 	bool errs;         /* the socket has errors queued */
 	bool armed, rto_set, wake_set;
+	bool closing;
 	uint64_t log_ms;
 	/* Counts for the log at close. */
 	uint64_t n_sent, n_resent, n_timeouts, n_dup, n_ooo;
@@ -212,7 +220,7 @@ int udp_wire_check(const void *buf, size_t len, size_t hdr_size, size_t max_payl
 		return -FI_EMSGSIZE;
 	memcpy(&w, buf, sizeof(w));
 	if (w.magic != UDP_MAGIC || w.version != UDP_PROTO_VERSION ||
-	    (w.flags & ~UDP_F_PROBE) || (w.type != UDP_T_ACK && w.flags))
+	    (w.flags & ~(UDP_F_PROBE | UDP_F_ANSWER)) || (w.type != UDP_T_ACK && w.flags))
 		return -FI_EPROTO;
 	if (w.type == UDP_T_ACK) {
 		if (w.hdr_len || w.len || len != sizeof(w))
@@ -732,10 +740,16 @@ static int on_dgram(struct udp_link *l, const uint8_t *buf, size_t len,
 	}
 	p->live_ms = now / 1000;
 	p->probing_ms = 0;
-	if (w.flags & UDP_F_PROBE)
-		owe(l, p); /* the answer goes at the end of this poll */
+	if (w.flags & UDP_F_PROBE) {
+		p->answer_owed = true; /* at the end of this poll */
+		owe(l, p);
+	}
+	if (w.flags & UDP_F_ANSWER)
+		p->answered = true;
 	on_ack(l, p, &w, now);
-	if (w.type != UDP_T_DATA)
+	/* A closing link takes no more packets: unacknowledged, they fail at
+	 * their sender when our port has closed. */
+	if (w.type != UDP_T_DATA || l->closing)
 		return 0;
 	if (w.epoch < p->rx_epoch)
 		return 0;
@@ -849,8 +863,9 @@ static void acks_flush(struct udp_link *l)
 		struct lm_link_peer *p = lm_container_of(it, struct lm_link_peer, owed_node);
 
 		p->owed_listed = false;
-		if (p->owed && !p->dead)
-			ack_send(l, p, 0);
+		if ((p->owed || p->answer_owed) && !p->dead)
+			ack_send(l, p, p->answer_owed ? UDP_F_ANSWER : 0);
+		p->answer_owed = false;
 	}
 }
 
@@ -1186,6 +1201,42 @@ err:
 	return ret;
 }
 
+/* Before the port closes: the peers we took packets from are probed, and
+ * answer, until each has answered (so holds our last acknowledgement),
+ * is gone, or UDP_CLOSE_WAIT_MS passed (a peer that does not progress).
+ * Packets arriving meanwhile are not taken. */
+static void farewell(struct udp_link *l)
+{
+	uint64_t start = lm_now_ms(), sent = 0, now;
+	struct lm_list *it;
+	unsigned waiting;
+
+	l->closing = true;
+	do {
+		now = lm_now_ms();
+		waiting = 0;
+		lm_list_foreach(&l->peers_all, it)
+		{
+			struct lm_link_peer *p =
+			    lm_container_of(it, struct lm_link_peer, node);
+
+			if (p->dead || p->self || !p->rx_epoch || p->answered)
+				continue;
+			waiting++;
+			if (now - sent >= UDP_CLOSE_PROBE_MS)
+				ack_send(l, p, UDP_F_PROBE);
+		}
+		if (now - sent >= UDP_CLOSE_PROBE_MS)
+			sent = now;
+		if (waiting) {
+			struct pollfd pf = {.fd = l->sock, .events = POLLIN};
+
+			poll(&pf, 1, 1);
+			udp_link_poll(&l->link, UDP_BATCH);
+		}
+	} while (waiting && now - start < UDP_CLOSE_WAIT_MS);
+}
+
 /* Before closing: acknowledge what we took, so that the senders' sends
  * complete; what we sent and is unacknowledged is lost with us. */
 static void udp_link_close(struct lm_link *link)
@@ -1194,6 +1245,7 @@ static void udp_link_close(struct lm_link *link)
 
 	udp_link_poll(link, 0);
 	acks_flush(l);
+	farewell(l);
 	LM_INFO(udp_log_prov, FI_LOG_EP_DATA,
 	        "closing: %llu datagrams sent, %llu of them again (%llu timeouts); "
 	        "%llu duplicates and %llu out of order received\n",

@@ -48,10 +48,14 @@ enum {
 	UDP_T_ACK = 2,  /* acknowledgement only: nothing follows */
 };
 
-/* udp_wire.flags: an ACK that asks for an ACK back at once (a peer that
- * waits on the receiver and heard nothing from it for a while); 0 on
- * DATA. */
-#define UDP_F_PROBE 1
+/* udp_wire.flags, on ACKs only (0 on DATA): PROBE asks for an ACK back at
+ * once, which carries ANSWER.  A sender probes a peer it waits on and
+ * heard nothing from for a while; a closing endpoint probes the peers it
+ * took packets from, so that it knows its last acknowledgement got
+ * there before its port closes (their unacknowledged packets would
+ * otherwise fail on the closed port, though they arrived). */
+#define UDP_F_PROBE  1
+#define UDP_F_ANSWER 2
 
 struct udp_wire {
 	uint16_t magic;
