@@ -23,7 +23,7 @@ fi
 loom_dir=$(realpath "$1")
 prov=${2:-shm}
 ep=${3:-rdm}
-export FI_TCP_IFACE=lo
+export FI_TCP_IFACE=lo FI_UDP_IFACE=lo
 bin=${BIN_DIR:-/usr/bin}/fi_pingpong
 tmo=${PP_TIMEOUT:-120}
 # Below the kernel's ephemeral range (32768-60999), where loom's own tcp
