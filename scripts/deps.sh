@@ -10,9 +10,10 @@ build_pkgs=(gcc meson ninja-build pkg-config valgrind)
 # the ABI probe with python3, compare against the reference libfabric
 # (headers, library, tools), make hosts of network namespaces (ip), run
 # Open MPI on loom, run fi_pingpong under valgrind (installed for the
-# build), and build libfabric's fabtests (autotools, make).
+# build), build libfabric's fabtests (autotools, make), and drop datagrams
+# with the kernel's packet filter (nftables).
 test_pkgs=(clang libclang-rt-14-dev python3 libfabric-dev libfabric-bin binutils
-	iproute2 openmpi-bin libopenmpi-dev autoconf automake libtool make)
+	iproute2 openmpi-bin libopenmpi-dev autoconf automake libtool make nftables)
 
 # The benchmarks also run UCX's ucx_perftest beside loom (its shared-memory
 # transport, the mark for shm's small messages) and plot with gnuplot.

@@ -68,6 +68,22 @@ int et_barrier(void)
 	return et_allgather("", 0, all);
 }
 
+int et_barrier_progress(struct et_ep *e)
+{
+	char slot[ET_SLOT] = {0}, all[ET_MAX_PROCS * ET_SLOT];
+	struct pollfd p = {.fd = et_sock, .events = POLLIN};
+
+	if (et_sock < 0 || full_io(et_sock, slot, ET_SLOT, true))
+		return -FI_EIO;
+	while (poll(&p, 1, 1) == 0 || (p.revents & (POLLIN | POLLHUP)) == 0)
+		et_progress(e);
+	if (full_io(et_sock, all, (size_t)et_nprocs * ET_SLOT, false)) {
+		fprintf(stderr, "rank %d: lost the coordinator\n", et_rank);
+		return -FI_EIO;
+	}
+	return 0;
+}
+
 /* ---- the coordinator (the parent) ---------------------------------------- */
 
 struct member {

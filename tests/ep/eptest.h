@@ -80,6 +80,11 @@ int et_run(const char *what, int nprocs, int timeout_s, et_fn fn, void *arg,
  * Doubles as a barrier. */
 int et_allgather(const void *mine, size_t len, void *all);
 int et_barrier(void);
+/* A barrier that progresses e while it waits, as an application's own
+ * barrier over the fabric would: a peer still finishing may need our
+ * answers (udp acknowledges a peer's packets in our progress). */
+struct et_ep;
+int et_barrier_progress(struct et_ep *e);
 
 /* The provider under test: $LOOM_TEST_PROV, default "shm" (tests/meson.build
  * runs each program of tests/ep once per provider row; tcp with

@@ -477,8 +477,9 @@ static int proc(int rank, int nprocs, void *arg)
 			CHECK_INT(got_from[s], count_to(s, rank));
 	fprintf(stderr, "rank %d (%s): %u sent, %u received (%.2f GB) in %.2f s\n", rank,
 	        half(), sent_done, received, bytes_in / 1e9, (et_now_us() - t0) / 1e6);
-	/* Everyone done before anyone leaves: late receivers still need us. */
-	et_barrier();
+	/* Everyone done before anyone leaves: late receivers still need us,
+	 * and late senders our acknowledgements. */
+	et_barrier_progress(&E);
 	CHECK_INT(et_close(&E), 0);
 	for (unsigned i = 0; i < WINDOW + nbig; i++)
 		free(txs[i].buf);

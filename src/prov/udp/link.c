@@ -1212,6 +1212,8 @@ static void farewell(struct udp_link *l)
 	unsigned waiting;
 
 	l->closing = true;
+	lm_list_foreach(&l->peers_all, it)
+		lm_container_of(it, struct lm_link_peer, node)->answered = false;
 	do {
 		now = lm_now_ms();
 		waiting = 0;

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# loss.sh - real loss under udp's RDM endpoints: tests/ep/stress.c (four
+# processes all-to-all, tagged messages of random sizes, every one checked
+# for content and CQ data and counted: each delivered exactly once) in a
+# network namespace of its own whose loopback interface loses a share of
+# the UDP datagrams, dropped by the kernel's own packet filter (nftables:
+# numgen random).  Each rate runs as its own namespace; the nftables
+# counter must show that datagrams were dropped.
+#
+# Usage: loss.sh EP_STRESS [MESSAGES [MAX_SIZE]] -- RATE...   (percent)
+#   e.g. loss.sh build/tests/ep_stress 1000000 65536 -- 1 10 30
+# Needs root (unshare, nft), installed by scripts/deps.sh (nftables).
+set -euo pipefail
+
+stress=$(realpath "$1")
+shift
+args=()
+while [ $# -gt 0 ] && [ "$1" != -- ]; do
+	args+=("$1")
+	shift
+done
+[ "${1:-}" = -- ] && shift
+[ $# -gt 0 ] || { echo "usage: $0 EP_STRESS [MESSAGES [MAX_SIZE]] -- RATE..." >&2; exit 2; }
+command -v nft >/dev/null || { echo "FAIL: nft not installed (scripts/deps.sh test)" >&2; exit 1; }
+
+fail=0
+for rate in "$@"; do
+	out=$(unshare --net bash -c '
+		set -e
+		ip link set lo up
+		nft add table inet loss
+		nft "add chain inet loss out { type filter hook output priority 0 ; }"
+		nft "add rule inet loss out meta l4proto udp numgen random mod 100 < $1 counter drop"
+		LOOM_TEST_PROV=udp FI_UDP_IFACE=lo "$2" "${@:3}" >&2
+		nft list chain inet loss out | sed -n "s/.*counter packets \([0-9]*\).*/\1/p"
+	' loss "$rate" "$stress" "${args[@]}") || { echo "FAIL: $rate % loss: ep_stress failed" >&2; fail=1; continue; }
+	dropped=${out##*$'\n'}
+	if [ "${dropped:-0}" -gt 0 ] || [ "$rate" = 0 ]; then
+		echo "ok: $rate % loss: every message delivered once, intact; $dropped datagrams dropped"
+	else
+		echo "FAIL: $rate % loss: the filter dropped nothing" >&2
+		fail=1
+	fi
+done
+exit $fail
