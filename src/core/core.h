@@ -135,6 +135,11 @@ void lm_log_init(void);
 /* ---- parameters (param.c) -------------------------------------------- */
 
 void lm_param_reset(void);
+/* prov's int parameter name into *out when it is set, readable and within
+ * [lo, hi]; out of range, *out keeps its default and the log says so
+ * (unreadable text fi_param_get reports itself). */
+void lm_param_int_range(struct fi_provider *prov, const char *name, int lo, int hi,
+                        int *out);
 
 /* ---- small string helpers (util shared with tools-less code) ---------- */
 

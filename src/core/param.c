@@ -311,3 +311,21 @@ void lm_param_reset(void)
 	}
 	pthread_mutex_unlock(&lock);
 }
+
+void lm_param_int_range(struct fi_provider *prov, const char *name, int lo, int hi,
+                        int *out)
+{
+	char *env;
+	int v;
+
+	if (fi_param_get_int(prov, name, &v))
+		return;
+	if (v >= lo && v <= hi) {
+		*out = v;
+		return;
+	}
+	env = env_name(prov, name);
+	LM_WARN(prov, FI_LOG_CORE, "%s=%d is outside [%d, %d]: the default is used\n",
+	        env ? env : name, v, lo, hi);
+	free(env);
+}

@@ -227,6 +227,22 @@ int lm_inet_to_str(const void *addr, char *buf, size_t *len)
 	return 0;
 }
 
+int lm_inet_info_family(const struct fi_info *info)
+{
+	const void *addr = info->src_addr ? info->src_addr : info->dest_addr;
+	size_t len = info->src_addr ? info->src_addrlen : info->dest_addrlen;
+	union lm_inet_addr a;
+	int ret = -FI_EINVAL;
+
+	if (info->addr_format == FI_SOCKADDR_IN6)
+		return AF_INET6;
+	if (addr && info->addr_format == FI_ADDR_STR)
+		ret = lm_inet_parse(addr, NULL, AF_UNSPEC, &a);
+	else if (addr && info->addr_format == FI_SOCKADDR)
+		ret = lm_inet_load(&a, addr, len, AF_UNSPEC);
+	return !ret && a.sa.sa_family == AF_INET6 ? AF_INET6 : AF_INET;
+}
+
 /* ---- interfaces ------------------------------------------------------------------ */
 
 /* The subnet of addr under mask as "network/prefix length". */

@@ -51,6 +51,10 @@ int lm_inet6_check(const void *addr);
  * the port delta on; -FI_EINVAL when that is no port. */
 int lm_inet_lane(const void *addr, int delta, void *out);
 
+/* The address family of an info's endpoints: its source address's (or
+ * its destination's), else its format's; AF_INET when nothing says. */
+int lm_inet_info_family(const struct fi_info *info);
+
 /* ---- interfaces ------------------------------------------------------------ */
 
 /* Interface addresses fi_getinfo answers for, at most: more than hosts

@@ -34,32 +34,16 @@
  * net.core.wmem_max and rmem_max). */
 #define TCP_SOCKBUF (4 << 20)
 
-/* An int parameter within [lo, hi] into *out; out of range, the default
- * stays and the log says so (unreadable text fi_param_get reports). */
-static void int_param(const char *name, const char *env, int lo, int hi, int *out)
-{
-	int v;
-
-	if (fi_param_get_int(&tcp_prov, name, &v))
-		return;
-	if (v < lo || v > hi) {
-		LM_WARN(&tcp_prov, FI_LOG_CORE,
-		        "%s=%d is outside [%d, %d]: the default is used\n", env, v, lo, hi);
-		return;
-	}
-	*out = v;
-}
-
 void tcp_params_read(struct tcp_params *params)
 {
 	*params = (struct tcp_params){.conn_timeout_ms = TCP_CONN_TIMEOUT_MS,
 	                              .sockbuf = TCP_SOCKBUF};
-	int_param("port_low_range", "FI_TCP_PORT_LOW_RANGE", 1, 65535, &params->port_low);
-	int_param("port_high_range", "FI_TCP_PORT_HIGH_RANGE", 1, 65535, &params->port_high);
+	lm_param_int_range(&tcp_prov, "port_low_range", 1, 65535, &params->port_low);
+	lm_param_int_range(&tcp_prov, "port_high_range", 1, 65535, &params->port_high);
 	if (params->port_low && params->port_high < params->port_low)
 		params->port_high = params->port_low ? 65535 : 0;
-	int_param("conn_timeout", "FI_TCP_CONN_TIMEOUT", 1, INT_MAX, &params->conn_timeout_ms);
-	int_param("sockbuf", "FI_TCP_SOCKBUF", 0, INT_MAX, &params->sockbuf);
+	lm_param_int_range(&tcp_prov, "conn_timeout", 1, INT_MAX, &params->conn_timeout_ms);
+	lm_param_int_range(&tcp_prov, "sockbuf", 0, INT_MAX, &params->sockbuf);
 	int on = 1;
 
 	fi_param_get_bool(&tcp_prov, "enable_shm", &on);
@@ -184,22 +168,10 @@ static int tcp_endpoint(struct fid_domain *domain, struct fi_info *info,
 	return lm_rdm_endpoint(domain, info, ep, context);
 }
 
-/* The link of the info's address family: its source address's (or its
- * destination's), else the format's. */
+/* The link of the info's address family. */
 static const struct lm_link_ops *link_ops_of(const struct fi_info *info)
 {
-	union lm_inet_addr a;
-	const void *addr = info->src_addr ? info->src_addr : info->dest_addr;
-	size_t len = info->src_addr ? info->src_addrlen : info->dest_addrlen;
-	int ret = -FI_EINVAL;
-
-	if (info->addr_format == FI_SOCKADDR_IN6)
-		return &tcp6_link_ops;
-	if (addr && info->addr_format == FI_ADDR_STR)
-		ret = lm_inet_parse(addr, NULL, AF_UNSPEC, &a);
-	else if (addr && info->addr_format == FI_SOCKADDR)
-		ret = lm_inet_load(&a, addr, len, AF_UNSPEC);
-	return !ret && a.sa.sa_family == AF_INET6 ? &tcp6_link_ops : &tcp_link_ops;
+	return lm_inet_info_family(info) == AF_INET6 ? &tcp6_link_ops : &tcp_link_ops;
 }
 
 static const struct fi_ops_domain tcp_domain_ops =

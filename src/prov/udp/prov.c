@@ -22,33 +22,17 @@
  * many peers (the kernel caps them at net.core.wmem_max and rmem_max). */
 #define UDP_SOCKBUF (8 << 20)
 
-/* An int parameter within [lo, hi] into *out; out of range, the default
- * stays and the log says so. */
-static void int_param(const char *name, const char *env, int lo, int hi, int *out)
-{
-	int v;
-
-	if (fi_param_get_int(&udp_prov, name, &v))
-		return;
-	if (v < lo || v > hi) {
-		LM_WARN(&udp_prov, FI_LOG_CORE,
-		        "%s=%d is outside [%d, %d]: the default is used\n", env, v, lo, hi);
-		return;
-	}
-	*out = v;
-}
-
 void udp_params_read(struct udp_params *params)
 {
 	*params = (struct udp_params){.peer_timeout_ms = UDP_PEER_TIMEOUT_MS,
 	                              .sockbuf = UDP_SOCKBUF};
-	int_param("port_low_range", "FI_UDP_PORT_LOW_RANGE", 1, 65535, &params->port_low);
-	int_param("port_high_range", "FI_UDP_PORT_HIGH_RANGE", 1, 65535, &params->port_high);
+	lm_param_int_range(&udp_prov, "port_low_range", 1, 65535, &params->port_low);
+	lm_param_int_range(&udp_prov, "port_high_range", 1, 65535, &params->port_high);
 	if (params->port_low && params->port_high < params->port_low)
 		params->port_high = 65535;
-	int_param("mtu", "FI_UDP_MTU", 576, 65535, &params->mtu);
-	int_param("peer_timeout", "FI_UDP_PEER_TIMEOUT", 1, INT_MAX, &params->peer_timeout_ms);
-	int_param("sockbuf", "FI_UDP_SOCKBUF", 0, INT_MAX, &params->sockbuf);
+	lm_param_int_range(&udp_prov, "mtu", 576, 65535, &params->mtu);
+	lm_param_int_range(&udp_prov, "peer_timeout", 1, INT_MAX, &params->peer_timeout_ms);
+	lm_param_int_range(&udp_prov, "sockbuf", 0, INT_MAX, &params->sockbuf);
 }
 
 static const struct fi_tx_attr udp_tx = {
@@ -132,22 +116,10 @@ struct udp_domain {
 	struct udp_params params;
 };
 
-/* The link of the info's address family: its source address's (or its
- * destination's), else the format's. */
+/* The link of the info's address family. */
 static const struct lm_link_ops *link_ops_of(const struct fi_info *info)
 {
-	union lm_inet_addr a;
-	const void *addr = info->src_addr ? info->src_addr : info->dest_addr;
-	size_t len = info->src_addr ? info->src_addrlen : info->dest_addrlen;
-	int ret = -FI_EINVAL;
-
-	if (info->addr_format == FI_SOCKADDR_IN6)
-		return &udp6_link_ops;
-	if (addr && info->addr_format == FI_ADDR_STR)
-		ret = lm_inet_parse(addr, NULL, AF_UNSPEC, &a);
-	else if (addr && info->addr_format == FI_SOCKADDR)
-		ret = lm_inet_load(&a, addr, len, AF_UNSPEC);
-	return !ret && a.sa.sa_family == AF_INET6 ? &udp6_link_ops : &udp_link_ops;
+	return lm_inet_info_family(info) == AF_INET6 ? &udp6_link_ops : &udp_link_ops;
 }
 
 static const struct fi_ops_domain udp_domain_ops = LM_RDM_DOMAIN_OPS(lm_rdm_endpoint);
