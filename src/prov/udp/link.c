@@ -397,7 +397,8 @@ static void peer_lost(struct udp_link *l, struct lm_link_peer *p, const char *wh
 	LM_INFO(udp_log_prov, FI_LOG_EP_CTRL, "peer lost: %s\n", why);
 	tx_drop(l, p);
 	p->dead = true;
-	if (l->on_lost)
+	/* A closing link's engine has let its peers go already. */
+	if (l->on_lost && !l->closing)
 		l->on_lost(l->arg, &p->addr);
 }
 
@@ -1204,14 +1205,13 @@ err:
 /* Before the port closes: the peers we took packets from are probed, and
  * answer, until each has answered (so holds our last acknowledgement),
  * is gone, or UDP_CLOSE_WAIT_MS passed (a peer that does not progress).
- * Packets arriving meanwhile are not taken. */
+ * Packets arriving meanwhile are not taken (l->closing). */
 static void farewell(struct udp_link *l)
 {
 	uint64_t start = lm_now_ms(), sent = 0, now;
 	struct lm_list *it;
 	unsigned waiting;
 
-	l->closing = true;
 	lm_list_foreach(&l->peers_all, it)
 		lm_container_of(it, struct lm_link_peer, node)->answered = false;
 	do {
@@ -1245,6 +1245,7 @@ static void udp_link_close(struct lm_link *link)
 {
 	struct udp_link *l = lm_container_of(link, struct udp_link, link);
 
+	l->closing = true; /* nothing more for the engine (it let its peers go) */
 	udp_link_poll(link, 0);
 	acks_flush(l);
 	farewell(l);
