@@ -92,7 +92,7 @@ run() {
 			fail=1
 		fi
 	done
-	if ! grep -q "^6m " "$tmp/$tag/cli.out"; then
+	if ! grep -q "^$largest " "$tmp/$tag/cli.out"; then
 		echo "FAIL: $tag: client did not reach the largest size" >&2
 		fail=1
 	fi
@@ -114,8 +114,15 @@ run() {
 
 route_env=
 [ "$prov" = tcp ] && [ "$ep" = rdm ] && route_env=FI_LOG_LEVEL=info
+# The largest size fi_pingpong's -S all runs: 6m, or for datagrams the
+# largest of its sizes that fits one (loopback's: 64k does not).
+largest=6m
+[ "$ep" = dgram ] && largest=48k
 run "$prov-$ep-msg" "$route_env" -c -S all "${iters[@]}"
-run "$prov-$ep-tagged" "$route_env" -m tagged -c -S all "${iters[@]}"
+# DGRAM endpoints have no tagged messages (as libfabric's udp has none).
+if [ "$ep" != dgram ]; then
+	run "$prov-$ep-tagged" "$route_env" -m tagged -c -S all "${iters[@]}"
+fi
 if [ "$prov" = shm ]; then
 	run "$prov-$ep-msg_nocma" "FI_SHM_DISABLE_CMA=1" -c -S all "${iters[@]}"
 fi

@@ -1041,6 +1041,17 @@ static uint64_t inc_draw(void)
 	       (r & 0xfff) | 1;
 }
 
+static int iface_mtu(const union lm_inet_addr *a);
+
+size_t udp_dgram_max(const struct udp_params *params, const union lm_inet_addr *a)
+{
+	int mtu = params->mtu ? params->mtu : iface_mtu(a);
+
+	if (!mtu)
+		mtu = UDP_MTU_DEFAULT;
+	return LM_MIN((size_t)mtu - UDP_IP_OVERHEAD, (size_t)UDP_DGRAM_MAX);
+}
+
 /* The MTU of the interface that holds address a; 0 when none does. */
 static int iface_mtu(const union lm_inet_addr *a)
 {
@@ -1138,7 +1149,7 @@ static int link_open(int family, void *ctx, const struct lm_link_attr *attr,
 	const struct udp_params *params = ctx;
 	union lm_inet_addr a = {.sa.sa_family = (sa_family_t)family};
 	struct udp_link *l;
-	int mtu, ret;
+	int ret;
 
 	if ((name && lm_inet_load(&a, name, lm_inet_len(family), family)) ||
 	    attr->hdr_size > 256 || attr->connected)
@@ -1167,12 +1178,7 @@ static int link_open(int family, void *ctx, const struct lm_link_attr *attr,
 	l->recv = attr->recv;
 	l->on_lost = attr->lost;
 	l->arg = attr->arg;
-	mtu = params->mtu ? params->mtu : iface_mtu(&a);
-	if (!mtu)
-		mtu = UDP_MTU_DEFAULT;
-	l->dgram_max = (size_t)mtu - UDP_IP_OVERHEAD;
-	if (l->dgram_max > UDP_DGRAM_MAX)
-		l->dgram_max = UDP_DGRAM_MAX;
+	l->dgram_max = udp_dgram_max(params, &a);
 	if (l->dgram_max < sizeof(struct udp_wire) + l->hdr_size + 64) {
 		ret = -FI_EINVAL;
 		goto err;

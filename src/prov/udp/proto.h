@@ -76,4 +76,25 @@ struct udp_wire {
 
 _Static_assert(sizeof(struct udp_wire) == 64, "udp wire header is 64 bytes");
 
+/* FI_EP_DGRAM endpoints (dgram.c) carry no link: each message is one
+ * datagram, this header and the payload, sent once.  A datagram whose
+ * header is short, of another magic or version, or has unknown flags or
+ * a non-zero `zero` is dropped.  data is remote CQ data when flags has
+ * UDP_DG_DATA, else 0.  The kernel's UDP checksum is its only check:
+ * DGRAM promises nothing of delivery, so a datagram a relay damaged is
+ * no worse than one it dropped. */
+#define UDP_DG_MAGIC   0x4c44 /* "DL" little-endian */
+#define UDP_DG_VERSION 1
+#define UDP_DG_DATA    0x01
+
+struct udp_dg_hdr {
+	uint16_t magic;
+	uint8_t version;
+	uint8_t flags; /* UDP_DG_* */
+	uint32_t zero;
+	uint64_t data;
+};
+
+_Static_assert(sizeof(struct udp_dg_hdr) == 16, "udp datagram header is 16 bytes");
+
 #endif

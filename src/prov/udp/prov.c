@@ -1,6 +1,7 @@
-/* prov.c - the udp provider: one fi_info per usable IPv4 and IPv6
- * interface address (loopback last), its parameters, and the fabric and
- * domain (the RDM engine's, over the UDP link). */
+/* prov.c - the udp provider: an RDM and a DGRAM fi_info per usable IPv4
+ * and IPv6 interface address (loopback last), its parameters, and the
+ * fabric and domain (the RDM engine's, over the UDP link, whose DGRAM
+ * endpoints are dgram.c's). */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,15 +67,39 @@ static const struct fi_domain_attr udp_dom = {
     .caps = FI_LOCAL_COMM | FI_REMOTE_COMM | FI_SHARED_AV,
 };
 
-/* What interface f offers for q: the RDM info, if it matches hints. */
+/* DGRAM: one datagram a message (max_msg_size and inject_size are set
+ * per interface); sends complete in the call, so progress is the
+ * receiver's reads alone. */
+static const struct fi_tx_attr dg_tx = {
+    .caps = UDP_DGRAM_CAPS & LM_TX_CAPS,
+    .comp_order = LM_ORDER_NONE,
+    .size = LM_RDM_QUEUE_SIZE,
+    .iov_limit = LM_IOV_LIMIT,
+};
+static const struct fi_rx_attr dg_rx = {
+    .caps = UDP_DGRAM_CAPS & LM_RX_CAPS,
+    .comp_order = LM_ORDER_NONE,
+    .size = LM_RDM_QUEUE_SIZE,
+    .iov_limit = LM_IOV_LIMIT,
+};
+static const struct fi_ep_attr dg_ep = {
+    .type = FI_EP_DGRAM,
+    .protocol = FI_PROTO_UDP,
+    .protocol_version = UDP_DG_VERSION,
+    .tx_ctx_cnt = 1,
+    .rx_ctx_cnt = 1,
+};
+
+/* What interface f offers for q: the RDM and the DGRAM info, those that
+ * match hints. */
 static int iface_infos(uint32_t version, const struct fi_info *hints,
                        const struct lm_inet_query *q, struct lm_iface *f,
                        struct fi_info **got)
 {
-	struct fi_tx_attr tx = udp_tx;
-	struct fi_rx_attr rx = udp_rx;
-	struct fi_ep_attr ep = udp_ep;
-	struct fi_domain_attr dom = udp_dom;
+	struct fi_tx_attr tx = udp_tx, dtx = dg_tx;
+	struct fi_rx_attr rx = udp_rx, drx = dg_rx;
+	struct fi_ep_attr ep = udp_ep, dep = dg_ep;
+	struct fi_domain_attr dom = udp_dom, ddom = udp_dom;
 	struct fi_fabric_attr fab = {.name = f->fabric, .prov_version = LM_PROV_VERSION};
 	struct fi_info tmpl = {.caps = UDP_CAPS,
 	                       .addr_format = lm_inet_format(q, f),
@@ -83,12 +108,24 @@ static int iface_infos(uint32_t version, const struct fi_info *hints,
 	                       .ep_attr = &ep,
 	                       .domain_attr = &dom,
 	                       .fabric_attr = &fab};
-	const struct fi_info *tmpls[] = {&tmpl, NULL};
+	struct fi_info dtmpl = {.caps = UDP_DGRAM_CAPS,
+	                        .addr_format = tmpl.addr_format,
+	                        .tx_attr = &dtx,
+	                        .rx_attr = &drx,
+	                        .ep_attr = &dep,
+	                        .domain_attr = &ddom,
+	                        .fabric_attr = &fab};
+	const struct fi_info *tmpls[] = {&tmpl, &dtmpl, NULL};
 	struct fi_info *list = NULL;
+	struct udp_params params;
 	int ret;
 
 	*got = NULL;
-	dom.name = f->name;
+	dom.name = ddom.name = f->name;
+	ddom.data_progress = FI_PROGRESS_MANUAL;
+	udp_params_read(&params);
+	dep.max_msg_size = udp_dgram_max(&params, &f->addr) - sizeof(struct udp_dg_hdr);
+	dtx.inject_size = dep.max_msg_size;
 	if (lm_info_match_list(version, tmpls, hints, &list))
 		return 0;
 	lm_rdm_progress_default(&udp_prov, hints, list);
@@ -110,19 +147,27 @@ static int udp_getinfo(uint32_t version, const char *node, const char *service,
 
 /* ---- fabric and domain ---------------------------------------------------- */
 
-/* An engine domain with the parameters its links share (their link_ctx). */
-struct udp_domain {
-	struct lm_rdm_domain rdm; /* first: util's fi_close frees the whole */
-	struct udp_params params;
-};
-
 /* The link of the info's address family. */
 static const struct lm_link_ops *link_ops_of(const struct fi_info *info)
 {
 	return lm_inet_info_family(info) == AF_INET6 ? &udp6_link_ops : &udp_link_ops;
 }
 
-static const struct fi_ops_domain udp_domain_ops = LM_RDM_DOMAIN_OPS(lm_rdm_endpoint);
+/* The engine's endpoints, or dgram.c's for a DGRAM info. */
+static int udp_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep,
+                        void *context)
+{
+	if (info && info->ep_attr && info->ep_attr->type == FI_EP_DGRAM) {
+		if (!ep)
+			return -FI_EINVAL;
+		return udp_dgram_open(lm_container_of(domain, struct udp_domain,
+		                                      rdm.util.domain_fid),
+		                      info, ep, context);
+	}
+	return lm_rdm_endpoint(domain, info, ep, context);
+}
+
+static const struct fi_ops_domain udp_domain_ops = LM_RDM_DOMAIN_OPS(udp_endpoint);
 
 static int udp_domain_open(struct fid_fabric *fabric, struct fi_info *info,
                            struct fid_domain **domain, void *context)

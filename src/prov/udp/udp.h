@@ -1,6 +1,7 @@
 /* udp.h - the udp provider: the RDM engine over the UDP link (link.c),
- * which makes datagrams reliable and ordered per peer, and the
- * fi_provider with its parameters (prov.c).  Wire format: proto.h. */
+ * which makes datagrams reliable and ordered per peer; DGRAM endpoints
+ * of plain datagrams (dgram.c); and the fi_provider with its parameters
+ * (prov.c).  Wire formats: proto.h. */
 #ifndef LOOM_UDP_H
 #define LOOM_UDP_H
 
@@ -21,6 +22,27 @@ struct udp_params {
 
 /* The provider's parameters as the environment sets them now (prov.c). */
 void udp_params_read(struct udp_params *params);
+
+/* An engine domain with the parameters its links share (their link_ctx);
+ * its DGRAM endpoints use them too. */
+struct udp_domain {
+	struct lm_rdm_domain rdm; /* first: util's fi_close frees the whole */
+	struct udp_params params;
+};
+
+/* What DGRAM endpoints do (prov.c offers it, dgram.c takes it). */
+#define UDP_DGRAM_CAPS                                                                   \
+	(FI_MSG | FI_MULTICAST | FI_SEND | FI_RECV | FI_SOURCE | FI_MULTI_RECV |        \
+	 FI_LOCAL_COMM | FI_REMOTE_COMM)
+
+/* fi_endpoint for an FI_EP_DGRAM info (dgram.c). */
+int udp_dgram_open(struct udp_domain *dom, struct fi_info *info, struct fid_ep **ep,
+                   void *context);
+
+/* The largest UDP payload an endpoint at address a sends in one
+ * datagram: the MTU parameter's or a's interface's, less the IP and UDP
+ * headers (link.c). */
+size_t udp_dgram_max(const struct udp_params *params, const union lm_inet_addr *a);
 
 /* The link for IPv4 addresses and the same link for IPv6 ones; a domain
  * uses one, by its info's address family. */
