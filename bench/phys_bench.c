@@ -45,9 +45,11 @@ typedef int (*solo_fn)(const struct cfg *c, int si, double *out);
  * runs (between a pair of processes, or in one process). */
 static int tcp_connect_pair(int rank, int fd);
 static int udp_connect_pair(int rank, int fd);
+static int udp_any_pair(int rank, int fd);
 static int tcp_lat(const struct cfg *c, int rank, const struct rep *r);
 static int tcp_bw(const struct cfg *c, int rank, const struct rep *r);
 static int udp_lat(const struct cfg *c, int rank, const struct rep *r);
+static int udp_lat_any(const struct cfg *c, int rank, const struct rep *r);
 static int shm_lat(const struct cfg *c, int rank, const struct rep *r);
 static int memcpy_bw(const struct cfg *c, int si, double *out);
 static int cma_bw(const struct cfg *c, int si, double *out);
@@ -65,6 +67,7 @@ static const struct base {
     {"tcp_lat",   "lat", "tcp", tcp_connect_pair, tcp_lat, NULL,      1},
     {"tcp_bw",    "bw",  "tcp", tcp_connect_pair, tcp_bw,  NULL,      4},
     {"udp_lat",   "lat", "udp", udp_connect_pair, udp_lat, NULL,      1},
+    {"udp_lat_any", "lat", "udp", udp_any_pair,   udp_lat_any, NULL,  1},
     {"shm_lat",   "lat", "shm", NULL,             shm_lat, NULL,      10},
     {"memcpy_bw", "bw",  "mem", NULL,             NULL,    memcpy_bw, 4},
     {"cma_bw",    "bw",  "cma", NULL,             NULL,    cma_bw,    4},
@@ -118,13 +121,16 @@ static int xfer_all(int fd, void *buf, size_t len, bool tx)
 	return 0;
 }
 
-static int recv_dgram(int fd, void *buf, size_t len)
+static int recv_dgram(int fd, void *buf, size_t len, bool from)
 {
 	double deadline = 0;
 	unsigned spins = 0;
 
 	for (;;) {
-		ssize_t n = recv(fd, buf, len, MSG_DONTWAIT);
+		struct sockaddr_in src;
+		socklen_t sl = sizeof(src);
+		ssize_t n = from ? recvfrom(fd, buf, len, MSG_DONTWAIT, (struct sockaddr *)&src, &sl)
+		                 : recv(fd, buf, len, MSG_DONTWAIT);
 		if (n >= 0)
 			return n == (ssize_t)len ? 0 : -1;
 		if (errno != EAGAIN && errno != EINTR)
@@ -192,6 +198,30 @@ static int udp_connect_pair(int rank, int fd)
 	return s;
 }
 
+/* The same pair with unconnected sockets, as a datagram endpoint that
+ * serves any peer has: every send names its destination (and the kernel
+ * looks its route up), every receive learns its source. */
+static struct sockaddr_in udp_any_peer;
+
+static int udp_any_pair(int rank, int fd)
+{
+	struct sockaddr_in me = {.sin_family = AF_INET};
+	socklen_t sl = sizeof(me);
+	int s = socket(AF_INET, SOCK_DGRAM, 0);
+
+	(void)rank;
+	me.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (s < 0 || bind(s, (struct sockaddr *)&me, sizeof(me)) ||
+	    getsockname(s, (struct sockaddr *)&me, &sl) ||
+	    oob_send(fd, &me, sizeof(me)) ||
+	    oob_recv(fd, &udp_any_peer, sizeof(udp_any_peer))) {
+		if (s >= 0)
+			close(s);
+		return -1;
+	}
+	return s;
+}
+
 static int sync_pair(int fd, int rank)
 {
 	char b = 0;
@@ -234,9 +264,31 @@ static int udp_lat(const struct cfg *c, int rank, const struct rep *r)
 	for (long i = 0; i < r->iters; i++) {
 		if (rank == 1 && send(r->s, r->buf, r->size, 0) != (ssize_t)r->size)
 			return -1;
-		if (recv_dgram(r->s, r->buf, r->size))
+		if (recv_dgram(r->s, r->buf, r->size, false))
 			return -1;
 		if (rank == 0 && send(r->s, r->buf, r->size, 0) != (ssize_t)r->size)
+			return -1;
+	}
+	return 0;
+}
+
+static int sendto_peer(const struct rep *r)
+{
+	return sendto(r->s, r->buf, r->size, 0, (struct sockaddr *)&udp_any_peer,
+	              sizeof(udp_any_peer)) == (ssize_t)r->size
+	           ? 0
+	           : -1;
+}
+
+static int udp_lat_any(const struct cfg *c, int rank, const struct rep *r)
+{
+	(void)c;
+	for (long i = 0; i < r->iters; i++) {
+		if (rank == 1 && sendto_peer(r))
+			return -1;
+		if (recv_dgram(r->s, r->buf, r->size, true))
+			return -1;
+		if (rank == 0 && sendto_peer(r))
 			return -1;
 	}
 	return 0;
@@ -407,7 +459,7 @@ static void usage(void)
 	    stderr,
 	    "usage: phys_bench -o BASELINE [-S SIZES] [-I OPS] [-B MiB] [-r REPS] [-c]\n"
 	    "                  [-T SECONDS] [-A]\n"
-	    "  BASELINE: tcp_lat tcp_bw udp_lat shm_lat memcpy_bw cma_bw\n"
+	    "  BASELINE: tcp_lat tcp_bw udp_lat udp_lat_any shm_lat memcpy_bw cma_bw\n"
 	    "  (shm_lat measures one cache line, whatever the size)\n");
 }
 
@@ -441,7 +493,7 @@ int main(int argc, char **argv)
 	for (int si = 0; si < c.o.nsizes; si++) {
 		size_t s = c.o.sizes[si];
 		const char *why = NULL;
-		if (!strcmp(c.b->name, "udp_lat") && s > UDP_MAX)
+		if (!strncmp(c.b->name, "udp_lat", 7) && s > UDP_MAX)
 			why = "above the largest UDP datagram";
 		else if (c.b->solo && s == 0)
 			why = "zero-byte copy not measured";
