@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Open MPI (Debian's openmpi-bin, built with libfabric) on loom's tcp
+# Open MPI (Debian's openmpi-bin, built with libfabric) on loom's tcp (or udp)
 # provider over loopback: two-sided messages through the cm PML and the
 # ofi MTL (2 and 4 ranks), matching (wildcards, probes, matched probes,
 # a synchronous send, a cancelled receive; 4 ranks, through shared memory
@@ -17,8 +17,13 @@
 # Ranks on one host reach each other through shared memory, the other
 # host's over TCP, and loom's log must say so for every pair.  Needs root.
 #
+# With MPI_PROV=udp: the same programs on loom's udp provider (its RDM
+# endpoints; no shared-memory path, so no route checks), on one host and
+# on two.
+#
 # Usage: mpi.sh <dir containing loom's libfabric.so.1> [two_hosts]
-# Environment: MPI_TIMEOUT (seconds per run, default 120).
+# Environment: MPI_TIMEOUT (seconds per run, default 120), MPI_PROV (tcp or
+# udp, default tcp).
 set -euo pipefail
 
 if [ $# -lt 1 ] || [ $# -gt 2 ] || { [ $# -eq 2 ] && [ "$2" != two_hosts ]; }; then
@@ -29,6 +34,14 @@ loom_dir=$(realpath "$1")
 mode=${2:-one_host}
 src=$(dirname "$(realpath "$0")")/mpi
 tmo=${MPI_TIMEOUT:-120}
+prov=${MPI_PROV:-tcp}
+case $prov in
+tcp | udp) ;;
+*)
+	echo "MPI_PROV must be tcp or udp" >&2
+	exit 2
+	;;
+esac
 for p in mpicc mpirun; do
 	if ! command -v $p >/dev/null; then
 		echo "SKIP: $p not found (install openmpi-bin libopenmpi-dev)" >&2
@@ -55,14 +68,15 @@ done
 # stays on loopback too.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_btl_tcp_if_include=lo
-export FI_TCP_IFACE=lo LOOM_EXPECT_DIR=$loom_dir
-common=(--oversubscribe -x LD_LIBRARY_PATH="$loom_dir" -x LOOM_EXPECT_DIR -x FI_TCP_IFACE)
+export FI_TCP_IFACE=lo FI_UDP_IFACE=lo LOOM_EXPECT_DIR=$loom_dir
+common=(--oversubscribe -x LD_LIBRARY_PATH="$loom_dir" -x LOOM_EXPECT_DIR -x FI_TCP_IFACE
+	-x FI_UDP_IFACE)
 [ -n "${LD_PRELOAD:-}" ] && common+=(-x LD_PRELOAD -x ASAN_OPTIONS)
 # No shared-memory BTL: nothing but loom carries data, and no segments are
 # left in /dev/shm.
-mtl=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include tcp)
+mtl=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "$prov")
 two_sided=("${mtl[@]}" --mca btl self)
-one_sided=("${mtl[@]}" --mca btl ofi,self --mca btl_ofi_provider_include tcp
+one_sided=("${mtl[@]}" --mca btl ofi,self --mca btl_ofi_provider_include "$prov"
 	--mca osc rdma)
 
 fail=0
@@ -104,10 +118,17 @@ if [ "$mode" = two_hosts ]; then
 	chmod +x "$tmp/agent"
 	printf '%s slots=2\n%s slots=2\n' "$HOST_IP_A" "$HOST_IP_B" >"$tmp/hosts"
 	launch=(nsenter --net=/var/run/netns/"$HOST_A")
-	export FI_TCP_IFACE=lmveth
+	export FI_TCP_IFACE=lmveth FI_UDP_IFACE=lmveth
 	unset OMPI_MCA_oob_tcp_if_include OMPI_MCA_btl_tcp_if_include
 	common+=(--hostfile "$tmp/hosts" --mca plm_rsh_agent "$tmp/agent"
 		--mca oob_tcp_if_include 10.79.0.0/24)
+	if [ "$prov" = udp ]; then
+		run "all to all, 2+2 ranks on two hosts" "exchange: 4 ranks, 0 errors" 4 \
+			"${two_sided[@]}" "$tmp/exchange"
+		run "matching, 2+2 ranks on two hosts" "match: 4 ranks, 0 errors" 4 "${two_sided[@]}" "$tmp/match"
+		run "one-sided, 2+2 ranks on two hosts" "rma: 4 ranks, 0 errors" 4 "${one_sided[@]}" "$tmp/rma"
+		exit $fail
+	fi
 	# Every pair of the four: the same host's through shared memory (two
 	# pairs, both ways), the other host's over TCP (four pairs).
 	FI_LOG_LEVEL=info run "all to all, 2+2 ranks on two hosts" "exchange: 4 ranks, 0 errors" 4 \
@@ -129,21 +150,27 @@ fi
 
 run "two-sided, 2 ranks" "ring: 2 ranks, 0 errors" 2 "${two_sided[@]}" "$tmp/ring"
 run "two-sided, 4 ranks" "ring: 4 ranks, 0 errors" 4 "${two_sided[@]}" "$tmp/ring"
-# The ranks share this host: loom's tcp reaches them through shared memory
-# (FI_TCP_ENABLE_SHM, on by default), and its log says so; with the
-# parameter off, the same program runs over TCP alone.
-FI_LOG_LEVEL=info run "matching, 4 ranks" "match: 4 ranks, 0 errors" 4 "${two_sided[@]}" \
-	-x FI_LOG_LEVEL "$tmp/match"
-if ! grep -q ': shared memory$' "$tmp/out" || grep -q 'ep_ctrl:route_told.*: network' "$tmp/out"; then
-	echo "FAIL: the ranks on this host did not all reach each other through shared memory"
-	grep 'route_told' "$tmp/out" | head -5
-	fail=1
-fi
-FI_LOG_LEVEL=info FI_TCP_ENABLE_SHM=0 run "matching, 4 ranks, FI_TCP_ENABLE_SHM=0" \
-	"match: 4 ranks, 0 errors" 4 "${two_sided[@]}" -x FI_LOG_LEVEL -x FI_TCP_ENABLE_SHM "$tmp/match"
-if grep -q ': shared memory$' "$tmp/out"; then
-	echo "FAIL: shared memory carried messages with FI_TCP_ENABLE_SHM=0"
-	fail=1
+if [ "$prov" = udp ]; then
+	run "matching, 4 ranks" "match: 4 ranks, 0 errors" 4 "${two_sided[@]}" "$tmp/match"
+else
+	# The ranks share this host: loom's tcp reaches them through shared
+	# memory (FI_TCP_ENABLE_SHM, on by default), and its log says so; with
+	# the parameter off, the same program runs over TCP alone.
+	FI_LOG_LEVEL=info run "matching, 4 ranks" "match: 4 ranks, 0 errors" 4 \
+		"${two_sided[@]}" -x FI_LOG_LEVEL "$tmp/match"
+	if ! grep -q ': shared memory$' "$tmp/out" ||
+		grep -q 'ep_ctrl:route_told.*: network' "$tmp/out"; then
+		echo "FAIL: the ranks on this host did not all reach each other through shared memory"
+		grep 'route_told' "$tmp/out" | head -5
+		fail=1
+	fi
+	FI_LOG_LEVEL=info FI_TCP_ENABLE_SHM=0 run "matching, 4 ranks, FI_TCP_ENABLE_SHM=0" \
+		"match: 4 ranks, 0 errors" 4 "${two_sided[@]}" -x FI_LOG_LEVEL -x FI_TCP_ENABLE_SHM \
+		"$tmp/match"
+	if grep -q ': shared memory$' "$tmp/out"; then
+		echo "FAIL: shared memory carried messages with FI_TCP_ENABLE_SHM=0"
+		fail=1
+	fi
 fi
 run "all to all, 8 ranks" "exchange: 8 ranks, 0 errors" 8 "${two_sided[@]}" "$tmp/exchange"
 run "one-sided, 2 ranks" "rma: 2 ranks, 0 errors" 2 "${one_sided[@]}" "$tmp/rma"

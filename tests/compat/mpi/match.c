@@ -2,8 +2,9 @@
  * MTL): receives from MPI_ANY_SOURCE and MPI_ANY_TAG (FI_ADDR_UNSPEC,
  * ignore bits, FI_SOURCE), MPI_Probe and MPI_Iprobe (FI_PEEK),
  * MPI_Mprobe and MPI_Mrecv (FI_PEEK | FI_CLAIM, then FI_CLAIM),
- * MPI_Ssend (a synchronous send: the receiver acknowledges), and MPI_Cancel of a receive nothing
- * matches (fi_cancel).  Rank 0 collects from every other rank.  Exit 0
+ * MPI_Ssend (a synchronous send: the receiver acknowledges), MPI_Cancel of a receive nothing
+ * matches (fi_cancel), and a message longer than its receive
+ * (MPI_ERR_TRUNCATE from the provider's FI_ETRUNC).  Rank 0 collects from every other rank.  Exit 0
  * only when every message, status and cancel was right and every rank
  * ran on the libfabric in $LOOM_EXPECT_DIR. */
 #include <mpi.h>
@@ -45,6 +46,10 @@ int main(int argc, char **argv)
 		/* After rank 0's wildcard receives, which would take it. */
 		MPI_Barrier(MPI_COMM_WORLD);
 		MPI_Ssend(sync, 2, MPI_INT, 0, 200, MPI_COMM_WORLD);
+		/* Eight ints for a receive of two. */
+		int big[8] = {rank, 1, 2, 3, 4, 5, 6, 7};
+
+		MPI_Send(big, 8, MPI_INT, 0, 300, MPI_COMM_WORLD);
 	} else {
 		MPI_Request req;
 		MPI_Status st;
@@ -101,6 +106,16 @@ int main(int argc, char **argv)
 			MPI_Recv(msg, 2, MPI_INT, MPI_ANY_SOURCE, 200, MPI_COMM_WORLD, &st);
 			EXPECT(st.MPI_SOURCE == msg[0] && msg[1] == -1);
 		}
+		/* Truncation is an error the receive returns, not the job's end. */
+		MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+		for (int k = 1; k < size; k++) {
+			int cls = MPI_SUCCESS;
+			int rc = MPI_Recv(msg, 2, MPI_INT, MPI_ANY_SOURCE, 300, MPI_COMM_WORLD, &st);
+
+			MPI_Error_class(rc, &cls);
+			EXPECT(cls == MPI_ERR_TRUNCATE);
+		}
+		MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 	}
 	return loom_mpi_finish("match", bad);
 }
