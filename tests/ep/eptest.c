@@ -5,6 +5,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -179,6 +180,28 @@ static void coordinate(struct member *m, int n, uint64_t deadline)
 	}
 }
 
+
+/* LOOM_TEST_NETNS_ODD names a network namespace (/var/run/netns/...) the
+ * odd ranks run in: processes of one run on two "hosts" (udp/loss's two
+ * namespaces joined by a veth pair).  1 when it cannot be entered. */
+static int odd_netns(int rank)
+{
+	const char *path = getenv("LOOM_TEST_NETNS_ODD");
+	int fd;
+
+	if (!path || !(rank & 1))
+		return 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || setns(fd, CLONE_NEWNET)) {
+		fprintf(stderr, "rank %d: cannot enter %s: %s\n", rank, path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return 1;
+	}
+	close(fd);
+	return 0;
+}
+
 int et_run(const char *what, int nprocs, int timeout_s, et_fn fn, void *arg,
            unsigned may_die)
 {
@@ -209,6 +232,8 @@ int et_run(const char *what, int nprocs, int timeout_s, et_fn fn, void *arg,
 			et_sock = sv[1];
 			et_rank = i;
 			et_nprocs = nprocs;
+			if (odd_netns(i))
+				_exit(1);
 			/* The coordinator kills on its own deadline; this one
 			 * covers a coordinator that died. */
 			alarm((unsigned)timeout_s + 5);

@@ -1,5 +1,5 @@
 /* netfault.c - a client and a server on the tcp provider's RDM endpoints
- * for tests/tcp/netns.sh: the client streams numbered, patterned messages
+ * (or NETFAULT_PROV's: udp) for tests/tcp/netns.sh: the client streams numbered, patterned messages
  * (64 KiB and 1 MiB, a window of them in flight) that the server checks
  * word by word; when the other side is killed or its link is cut, each
  * side prints the error completions it gets and exits instead of hanging.
@@ -232,7 +232,9 @@ static int net_open(struct net *n, const struct opts *o)
 	hints->caps = FI_MSG;
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED;
-	hints->fabric_attr->prov_name = strdup("tcp");
+	/* NETFAULT_PROV: the provider (tcp, or udp for tests/udp's run). */
+	hints->fabric_attr->prov_name =
+	    strdup(getenv("NETFAULT_PROV") ? getenv("NETFAULT_PROV") : "tcp");
 	if (!strncmp(o->addr, ADDR_STR, strlen(ADDR_STR))) {
 		char *a = strdup(o->addr);
 

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# netns.sh - the tcp provider between two hosts: network namespaces A and B
-# joined by a veth pair (10.77.0.1/24 in A, 10.77.0.2/24 in B), server in A,
+# netns.sh - the tcp (or udp) provider between two hosts: network namespaces A and B
+# joined by a veth pair (10.77.0.1/24 in A, 10.77.0.2/24 in B; 10.78.0 for udp), server in A,
 # client in B, each restricted to its veth by FI_TCP_IFACE.
 #
 # Usage: netns.sh <netfault executable> <dir containing loom's libfabric.so.1>
-# Environment: BIN_DIR (where fi_pingpong is, default /usr/bin).
+# Environment: BIN_DIR (where fi_pingpong is, default /usr/bin); NETNS_PROV
+# (tcp, the default, or udp: the same checks on udp's RDM endpoints, its
+# peers' silence bounded by FI_UDP_PEER_TIMEOUT=3000 where tcp's
+# connections are by FI_TCP_CONN_TIMEOUT=3000).
 #
 # What it proves (every process is checked through LD_DEBUG=libs to have
 # loaded <dir>/libfabric.so.1 and no other libfabric):
-#  1. Debian's fi_pingpong (-p tcp -e rdm -c) passes across the two hosts:
+#  1. Debian's fi_pingpong (-p "$prov" -e rdm -c) passes across the two hosts:
 #     every size up to 6 MiB for messages, 1 MiB for tagged ones.
 #  2. kill -9 of the server while tests/tcp/netfault.c streams to it
 #     (64 KiB and 1 MiB sends, 8 in flight, every byte checked): the client
@@ -40,9 +43,19 @@ fi
 nf=$(realpath "$1")
 loom_dir=$(realpath "$2")
 pp=${BIN_DIR:-/usr/bin}/fi_pingpong
+prov=${NETNS_PROV:-tcp}
+case $prov in
+tcp) iface_var=FI_TCP_IFACE conn_env=(FI_TCP_CONN_TIMEOUT=3000) ;;
+udp) iface_var=FI_UDP_IFACE conn_env=(FI_UDP_PEER_TIMEOUT=3000) ;;
+*)
+	echo "NETNS_PROV must be tcp or udp" >&2
+	exit 2
+	;;
+esac
+export NETFAULT_PROV=$prov
 . "$(dirname "$0")/../lib/hosts.sh"
 run_limit=60 # no process runs longer, whatever happens
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/tcp_netns.XXXXXX")
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/${NETNS_PROV:-tcp}_netns.XXXXXX")
 namespaces=()
 failed=0
 t_start=$EPOCHREALTIME
@@ -77,7 +90,9 @@ elapsed() { # seconds since $1 (an $EPOCHREALTIME), one decimal
 
 # ---- the two hosts ----------------------------------------------------------
 
-hosts_up loomtcp 10.77.0 ltA$$ ltB$$ || exit 1 # names under 16 bytes
+subnet=10.77.0
+[ "$prov" = udp ] && subnet=10.78.0
+hosts_up "loom$prov" "$subnet" ltA$$ ltB$$ || exit 1 # names under 16 bytes
 A=$HOST_A B=$HOST_B va=$HOST_IF_A vb=$HOST_IF_B ipa=$HOST_IP_A ipb=$HOST_IP_B
 namespaces=("$A" "$B")
 
@@ -216,7 +231,7 @@ check_no_procs() {
 pingpong() { # TAG PORT LAST_SIZE ARGS...
 	local tag=$1 port=$2 last=$3 srv cli i t0=$EPOCHREALTIME
 	shift 3
-	launch "$A" "$tag-srv" FI_TCP_IFACE="$va" -- "$pp" -p tcp -e rdm -B "$port" "$@"
+	launch "$A" "$tag-srv" "$iface_var=$va" -- "$pp" -p "$prov" -e rdm -B "$port" "$@"
 	srv=$launched
 	# The server's control socket listens before it serves.
 	for ((i = 0; i < 200; i++)); do
@@ -224,7 +239,7 @@ pingpong() { # TAG PORT LAST_SIZE ARGS...
 		kill -0 "$srv" 2>/dev/null || break
 		sleep 0.05
 	done
-	launch "$B" "$tag-cli" FI_TCP_IFACE="$vb" -- "$pp" -p tcp -e rdm -P "$port" "$@" "$ipa"
+	launch "$B" "$tag-cli" "$iface_var=$vb" -- "$pp" -p "$prov" -e rdm -P "$port" "$@" "$ipa"
 	cli=$launched
 	wait_exit "$tag-cli" "$cli" 40 || return
 	local crc=$rc
@@ -249,20 +264,18 @@ check_no_procs pingpong
 
 # ---- 2. and 3. a stream, then a fault ---------------------------------------------
 
-conn_env=(FI_TCP_CONN_TIMEOUT=3000)
-
 # stream TAG PORT IDLE_S: a netfault server in A and a client in B,
 # streaming; sets $srv, $cli (launchers) and $spid, $cpid (the programs).
 srv='' cli='' spid='' cpid=''
 stream_start() {
 	local tag=$1 port=$2 idle=$3
 	srv='' cli='' spid='' cpid=''
-	launch "$A" "$tag-srv" FI_TCP_IFACE="$va" "${conn_env[@]}" -- \
+	launch "$A" "$tag-srv" "$iface_var=$va" "${conn_env[@]}" -- \
 		"$nf" server "$ipa:$port" -p -i "$idle" -t 50
 	srv=$launched
 	wait_line "$tag-srv" "^server: listening on fi_sockaddr_in://$ipa:$port\$" 10 "$srv" ||
 		return 1
-	launch "$B" "$tag-cli" FI_TCP_IFACE="$vb" "${conn_env[@]}" -- \
+	launch "$B" "$tag-cli" "$iface_var=$vb" "${conn_env[@]}" -- \
 		"$nf" client "fi_sockaddr_in://$ipa:$port" -w 8 -s 200 -E 12 -t 50
 	cli=$launched
 	wait_line "$tag-cli" "^client: streaming" 20 "$cli" || return 1
@@ -421,5 +434,5 @@ else
 	echo "ok: cleanup: no process left in the namespaces, $A and $B deleted"
 fi
 
-echo "tcp/netns: $(elapsed "$t_start") s"
+echo "$prov/netns: $(elapsed "$t_start") s"
 exit $failed

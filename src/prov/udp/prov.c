@@ -126,6 +126,14 @@ static int iface_infos(uint32_t version, const struct fi_info *hints,
 	udp_params_read(&params);
 	dep.max_msg_size = udp_dgram_max(&params, &f->addr) - sizeof(struct udp_dg_hdr);
 	dtx.inject_size = dep.max_msg_size;
+	/* An injected message goes in one packet, eager: one that took the
+	 * rendezvous would need its sender's progress after fi_inject
+	 * returned, and programs (fi_pingpong) inject their last message
+	 * and go to wait for their peer by other means.  On a 1500-byte
+	 * MTU a packet holds 1324 bytes. */
+	tx.inject_size = LM_MIN((size_t)LM_RDM_INJECT_SIZE,
+	                        udp_dgram_max(&params, &f->addr) - sizeof(struct udp_wire) -
+	                            sizeof(struct lm_rdm_hdr));
 	if (lm_info_match_list(version, tmpls, hints, &list))
 		return 0;
 	lm_rdm_progress_default(&udp_prov, hints, list);
