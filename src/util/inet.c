@@ -486,3 +486,27 @@ int lm_inet_getinfo(const struct fi_provider *prov, uint32_t version, const char
 	*info = list;
 	return 0;
 }
+
+bool lm_iface_of_addr(const union lm_inet_addr *a, char name[IF_NAMESIZE])
+{
+	struct ifaddrs *all, *ifa;
+	bool found = false;
+
+	if (getifaddrs(&all))
+		return false;
+	for (ifa = all; ifa && !found; ifa = ifa->ifa_next) {
+		union lm_inet_addr x;
+
+		if (!ifa->ifa_addr || ifa->ifa_addr->sa_family != a->sa.sa_family ||
+		    lm_inet_load(&x, ifa->ifa_addr, lm_inet_len(a->sa.sa_family), AF_UNSPEC))
+			continue;
+		found = a->sa.sa_family == AF_INET
+		            ? x.in.sin_addr.s_addr == a->in.sin_addr.s_addr
+		            : !memcmp(&x.in6.sin6_addr, &a->in6.sin6_addr,
+		                      sizeof(x.in6.sin6_addr));
+		if (found)
+			snprintf(name, IF_NAMESIZE, "%s", ifa->ifa_name);
+	}
+	freeifaddrs(all);
+	return found;
+}

@@ -84,6 +84,9 @@ bool lm_iface_picks(const union lm_inet_addr *src, const struct lm_iface *f);
  * fi_domain open only what fi_getinfo could have offered. */
 bool lm_iface_named(const struct fi_provider *prov, const char *fabric,
                     const char *domain);
+/* The name of the interface that holds address a (its port ignored):
+ * true and name filled, or false when none does. */
+bool lm_iface_of_addr(const union lm_inet_addr *a, char name[IF_NAMESIZE]);
 
 /* ---- getinfo ---------------------------------------------------------------- */
 

@@ -6,7 +6,6 @@
  * link stay out of the way.  Multicast groups (fi_join) get a socket of
  * their own, bound to the group's port, read with the endpoint's. */
 #include <errno.h>
-#include <ifaddrs.h>
 #include <net/if.h>
 #include <stdlib.h>
 #include <string.h>
@@ -528,24 +527,9 @@ static const struct fi_ops_msg dg_msg_ops = {
 /* The index of the interface holding address a (0 when none does). */
 static unsigned ifindex_of(const union lm_inet_addr *a)
 {
-	struct ifaddrs *all, *ifa;
-	unsigned idx = 0;
+	char name[IF_NAMESIZE];
 
-	if (getifaddrs(&all))
-		return 0;
-	for (ifa = all; ifa && !idx; ifa = ifa->ifa_next) {
-		union lm_inet_addr x;
-
-		if (!ifa->ifa_addr || ifa->ifa_addr->sa_family != a->sa.sa_family ||
-		    lm_inet_load(&x, ifa->ifa_addr, lm_inet_len(a->sa.sa_family), AF_UNSPEC))
-			continue;
-		if (a->sa.sa_family == AF_INET
-		        ? x.in.sin_addr.s_addr == a->in.sin_addr.s_addr
-		        : !memcmp(&x.in6.sin6_addr, &a->in6.sin6_addr, sizeof(x.in6.sin6_addr)))
-			idx = if_nametoindex(ifa->ifa_name);
-	}
-	freeifaddrs(all);
-	return idx;
+	return lm_iface_of_addr(a, name) ? if_nametoindex(name) : 0;
 }
 
 static bool is_multicast(const union lm_inet_addr *a)

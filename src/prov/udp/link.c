@@ -8,7 +8,7 @@
  * The socket and two timers (retransmission, the engine's wake_after)
  * share one epoll set, the link's fd. */
 #include <errno.h>
-#include <ifaddrs.h>
+#include <time.h> /* before linux/errqueue.h, which uses struct timespec */
 #include <linux/errqueue.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -1055,31 +1055,17 @@ size_t udp_dgram_max(const struct udp_params *params, const union lm_inet_addr *
 /* The MTU of the interface that holds address a; 0 when none does. */
 static int iface_mtu(const union lm_inet_addr *a)
 {
-	struct ifaddrs *all, *ifa;
-	int mtu = 0;
+	struct ifreq r;
+	int mtu = 0, s;
 
-	if (getifaddrs(&all))
+	memset(&r, 0, sizeof(r));
+	if (!lm_iface_of_addr(a, r.ifr_name))
 		return 0;
-	for (ifa = all; ifa && !mtu; ifa = ifa->ifa_next) {
-		union lm_inet_addr x;
-		struct ifreq r;
-		int s;
-
-		if (!ifa->ifa_addr || ifa->ifa_addr->sa_family != a->sa.sa_family ||
-		    lm_inet_load(&x, ifa->ifa_addr, lm_inet_len(a->sa.sa_family), AF_UNSPEC))
-			continue;
-		x.in.sin_port = a->in.sin_port;
-		if (memcmp(&x, a, sizeof(x)))
-			continue;
-		memset(&r, 0, sizeof(r));
-		snprintf(r.ifr_name, sizeof(r.ifr_name), "%s", ifa->ifa_name);
-		s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-		if (s >= 0 && !ioctl(s, SIOCGIFMTU, &r))
-			mtu = r.ifr_mtu;
-		if (s >= 0)
-			close(s);
-	}
-	freeifaddrs(all);
+	s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s >= 0 && !ioctl(s, SIOCGIFMTU, &r))
+		mtu = r.ifr_mtu;
+	if (s >= 0)
+		close(s);
 	return mtu;
 }
 
