@@ -471,7 +471,8 @@ static ssize_t pkt_take(struct udp_link *l, struct lm_link_peer *p, const void *
 	memcpy(at, hdr, l->hdr_size);
 	at += l->hdr_size;
 	for (size_t i = 0; i < iov_count; i++) {
-		memcpy(at, iov[i].iov_base, iov[i].iov_len);
+		if (iov[i].iov_len) /* its base may be NULL (Open MPI's empty messages) */
+			memcpy(at, iov[i].iov_base, iov[i].iov_len);
 		at += iov[i].iov_len;
 	}
 	s->len = len;
@@ -1135,6 +1136,7 @@ static int link_open(int family, void *ctx, const struct lm_link_attr *attr,
 	const struct udp_params *params = ctx;
 	union lm_inet_addr a = {.sa.sa_family = (sa_family_t)family};
 	struct udp_link *l;
+	size_t stride;
 	int ret;
 
 	if ((name && lm_inet_load(&a, name, lm_inet_len(family), family)) ||
@@ -1169,13 +1171,17 @@ static int link_open(int family, void *ctx, const struct lm_link_attr *attr,
 		ret = -FI_EINVAL;
 		goto err;
 	}
-	l->rbuf = malloc(UDP_BATCH * l->dgram_max);
+	/* Each datagram at a multiple of 64 bytes: its headers are read in
+	 * place, as structs (1452 bytes, a 1500-byte MTU's, would leave
+	 * every other one misaligned). */
+	stride = (l->dgram_max + 63) & ~(size_t)63;
+	l->rbuf = malloc(UDP_BATCH * stride);
 	if (!l->rbuf) {
 		ret = -FI_ENOMEM;
 		goto err;
 	}
 	for (int i = 0; i < UDP_BATCH; i++) {
-		l->riov[i] = (struct iovec){l->rbuf + (size_t)i * l->dgram_max, l->dgram_max};
+		l->riov[i] = (struct iovec){l->rbuf + (size_t)i * stride, l->dgram_max};
 		l->rmsg[i].msg_hdr = (struct msghdr){.msg_name = &l->rfrom[i],
 		                                     .msg_iov = &l->riov[i],
 		                                     .msg_iovlen = 1};
