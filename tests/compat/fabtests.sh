@@ -88,12 +88,13 @@ run_prov() {
 		sed 's/^/  /' >"$work/$prov.run"
 }
 # Providers on IP share fabtests' port (9228), which run_all.sh waits to
-# see free before each test: they go one after the other.  shm names its
-# endpoints in memory: as root it runs beside them, in a network
-# namespace of its own where nothing holds that port.
+# see free before each test, and shm names its endpoints in memory.  As
+# root each provider runs in a network namespace of its own, where no
+# other holds that port, all of them at once (their tests mostly wait);
+# otherwise they go one after the other.
 beside=() after=()
 for prov in "${provs[@]}"; do
-	if [ "$prov" = shm ] && [ "$(id -u)" = 0 ] && unshare --net true 2>/dev/null; then
+	if [ "$(id -u)" = 0 ] && unshare --net true 2>/dev/null; then
 		beside+=("$prov")
 	else
 		after+=("$prov")
