@@ -464,8 +464,35 @@ static void wire_checks(void)
 #undef SEAL
 }
 
+/* CRC-32C: the standard check value, and a long buffer (the interleaved
+ * path) whole against the same in pieces of every length (the plain one). */
+static void crc_checks(void)
+{
+	static uint8_t big[3 * 65536 + 13];
+	uint32_t whole, pieces = 0;
+	size_t at = 0;
+
+	CHECK_INT(udp_crc32c(0, "123456789", 9), 0xe3069283u);
+	for (size_t i = 0; i < sizeof(big); i++)
+		big[i] = (uint8_t)(i * 2654435761u >> 13);
+	for (size_t len = 1; len < 4096 && at < sizeof(big); len = len * 3 + 1) {
+		size_t n = LM_MIN(len, sizeof(big) - at);
+
+		/* the pieces below 3 lanes run the plain loop */
+		pieces = udp_crc32c(pieces, big + at, n);
+		at += n;
+	}
+	for (; at < sizeof(big); at += 1000)
+		pieces = udp_crc32c(pieces, big + at, LM_MIN(1000, sizeof(big) - at));
+	whole = udp_crc32c(0, big, sizeof(big));
+	CHECK_INT(whole, pieces);
+	big[100000] ^= 4;
+	CHECK(udp_crc32c(0, big, sizeof(big)) != whole);
+}
+
 int main(void)
 {
+	crc_checks();
 	wire_checks();
 	through("clean", (struct mangle){0});
 	through("10% loss", (struct mangle){.drop = 10});

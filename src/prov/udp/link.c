@@ -178,14 +178,75 @@ static uint32_t crc_soft(uint32_t crc, const uint8_t *p, size_t len)
 	return crc;
 }
 
+/* The CRC register c advanced over n zero bytes is c times x^(8n) modulo
+ * the polynomial: two CRCs of adjacent pieces combine with one such
+ * product.  Bit-reflected, as the register is: bit 31 is x^0. */
+static uint32_t crc_mulmod(uint32_t a, uint32_t b)
+{
+	uint32_t prod = 0;
+
+	for (uint32_t m = 1u << 31; m; m >>= 1) {
+		if (a & m)
+			prod ^= b;
+		b = b & 1 ? (b >> 1) ^ 0x82f63b78u : b >> 1;
+	}
+	return prod;
+}
+
+/* x^(8n) modulo the polynomial: the register 1 (x^0) run over n zero
+ * bytes. */
+static uint32_t crc_x8n(size_t n)
+{
+	uint8_t zero[256] = {0};
+	uint32_t c = 1u << 31;
+
+	for (; n; n -= LM_MIN(n, sizeof(zero)))
+		c = crc_soft(c, zero, LM_MIN(n, sizeof(zero)));
+	return c;
+}
+
 #if defined(__x86_64__)
 #include <nmmintrin.h>
 
+/* Bytes each of the three interleaved streams takes per round. */
+#define CRC_LANE 2048
+
+static uint32_t crc_lane1, crc_lane2; /* x^(8 CRC_LANE), x^(16 CRC_LANE) */
+
+static void crc_lanes_init(void)
+{
+	crc_lane1 = crc_x8n(CRC_LANE);
+	crc_lane2 = crc_x8n(2 * CRC_LANE);
+}
+
+/* The crc32 instruction takes three cycles to give its result and can
+ * start one a cycle: three independent streams over three thirds of a
+ * round, joined by shifting the first two over what follows them, go
+ * about three times as fast as one. */
 __attribute__((target("sse4.2"))) static uint32_t crc_sse(uint32_t crc, const uint8_t *p,
                                                           size_t len)
 {
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	uint64_t c = crc;
 
+	if (len >= 3 * CRC_LANE)
+		pthread_once(&once, crc_lanes_init);
+	for (; len >= 3 * CRC_LANE; p += 3 * CRC_LANE, len -= 3 * CRC_LANE) {
+		uint64_t c1 = 0, c2 = 0;
+
+		for (size_t i = 0; i < CRC_LANE; i += 8) {
+			uint64_t w0, w1, w2;
+
+			memcpy(&w0, p + i, 8);
+			memcpy(&w1, p + CRC_LANE + i, 8);
+			memcpy(&w2, p + 2 * CRC_LANE + i, 8);
+			c = _mm_crc32_u64(c, w0);
+			c1 = _mm_crc32_u64(c1, w1);
+			c2 = _mm_crc32_u64(c2, w2);
+		}
+		c = crc_mulmod(crc_lane2, (uint32_t)c) ^ crc_mulmod(crc_lane1, (uint32_t)c1) ^
+		    (uint32_t)c2;
+	}
 	for (; len >= 8; p += 8, len -= 8) {
 		uint64_t w;
 
