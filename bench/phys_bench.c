@@ -50,6 +50,7 @@ static int tcp_lat(const struct cfg *c, int rank, const struct rep *r);
 static int tcp_bw(const struct cfg *c, int rank, const struct rep *r);
 static int udp_lat(const struct cfg *c, int rank, const struct rep *r);
 static int udp_lat_any(const struct cfg *c, int rank, const struct rep *r);
+static int udp_bw(const struct cfg *c, int rank, const struct rep *r);
 static int shm_lat(const struct cfg *c, int rank, const struct rep *r);
 static int memcpy_bw(const struct cfg *c, int si, double *out);
 static int cma_bw(const struct cfg *c, int si, double *out);
@@ -68,6 +69,7 @@ static const struct base {
     {"tcp_bw",    "bw",  "tcp", tcp_connect_pair, tcp_bw,  NULL,      4},
     {"udp_lat",   "lat", "udp", udp_connect_pair, udp_lat, NULL,      1},
     {"udp_lat_any", "lat", "udp", udp_any_pair,   udp_lat_any, NULL,  1},
+    {"udp_bw",    "bw",  "udp", udp_connect_pair, udp_bw,  NULL,      4},
     {"shm_lat",   "lat", "shm", NULL,             shm_lat, NULL,      10},
     {"memcpy_bw", "bw",  "mem", NULL,             NULL,    memcpy_bw, 4},
     {"cma_bw",    "bw",  "cma", NULL,             NULL,    cma_bw,    4},
@@ -294,6 +296,113 @@ static int udp_lat_any(const struct cfg *c, int rank, const struct rep *r)
 	return 0;
 }
 
+/* udp_bw: the most a stream of datagrams carries between two processes,
+ * with what a reliable sender over UDP cannot do without: at most
+ * UDP_BW_WINDOW datagrams ahead of the receiver's word (it reports what it
+ * took every UDP_BW_WINDOW / 4), so that a fast sender does not overflow
+ * the receiver's socket.  Each message goes in datagrams of at most
+ * UDP_BW_DGRAM bytes (what loom's udp carries on loopback), UDP_BW_BATCH a
+ * sendmmsg / recvmmsg call, socket buffers as large as loom's udp asks
+ * (8 MiB, up to the system's limit).  Nothing is sent again: a lost
+ * datagram fails the run. */
+#define UDP_BW_DGRAM  65000
+#define UDP_BW_BATCH  16
+#define UDP_BW_WINDOW 64
+
+static int udp_bw_credit(int s, uint64_t *credit, bool wait)
+{
+	double deadline = 0;
+	unsigned spins = 0;
+
+	for (;;) {
+		uint64_t v;
+		ssize_t n = recv(s, &v, sizeof(v), MSG_DONTWAIT);
+
+		if (n == (ssize_t)sizeof(v)) {
+			if (v > *credit)
+				*credit = v;
+			wait = false;
+			continue;
+		}
+		if (n >= 0 || (errno != EAGAIN && errno != EINTR))
+			return -1;
+		if (!wait)
+			return 0;
+		if (++spins % CLOCK_EVERY)
+			continue;
+		if (!deadline)
+			deadline = tool_now_us() + 5e6;
+		else if (tool_now_us() > deadline)
+			return -1;
+	}
+}
+
+static int udp_bw(const struct cfg *c, int rank, const struct rep *r)
+{
+	size_t dg = r->size < UDP_BW_DGRAM ? r->size : UDP_BW_DGRAM;
+	uint64_t per_msg = (r->size + dg - 1) / dg, total = per_msg * (uint64_t)r->iters;
+	struct mmsghdr m[UDP_BW_BATCH];
+	struct iovec iov[UDP_BW_BATCH];
+	int sb = 8 << 20;
+	uint64_t done = 0, credit = 0, told = 0;
+	double deadline = 0;
+	unsigned spins = 0;
+
+	(void)c;
+	setsockopt(r->s, SOL_SOCKET, SO_SNDBUF, &sb, sizeof(sb));
+	setsockopt(r->s, SOL_SOCKET, SO_RCVBUF, &sb, sizeof(sb));
+	memset(m, 0, sizeof(m));
+	while (done < total) {
+		unsigned k = 0;
+		int n;
+
+		if (rank == 1) { /* the sender: whole datagrams of each message */
+			if (udp_bw_credit(r->s, &credit, done - credit >= UDP_BW_WINDOW))
+				return -1;
+			for (; k < UDP_BW_BATCH && done + k < total &&
+			       done + k - credit < UDP_BW_WINDOW;
+			     k++) {
+				size_t off = (size_t)((done + k) % per_msg) * dg;
+
+				iov[k] = (struct iovec){r->buf + off, r->size - off < dg ? r->size - off : dg};
+				m[k].msg_hdr = (struct msghdr){.msg_iov = &iov[k], .msg_iovlen = 1};
+			}
+			if (!k)
+				continue;
+			n = sendmmsg(r->s, m, k, MSG_DONTWAIT);
+		} else {
+			for (; k < UDP_BW_BATCH; k++) {
+				iov[k] = (struct iovec){r->buf, r->size < dg ? dg : r->size};
+				m[k].msg_hdr = (struct msghdr){.msg_iov = &iov[k], .msg_iovlen = 1};
+			}
+			n = recvmmsg(r->s, m, k, MSG_DONTWAIT, NULL);
+		}
+		if (n < 0 && errno != EAGAIN && errno != EINTR && errno != ENOBUFS)
+			return -1;
+		if (n > 0) {
+			done += (uint64_t)n;
+			deadline = 0;
+			if (rank == 0 && (done - told >= UDP_BW_WINDOW / 4 || done == total)) {
+				told = done;
+				if (send(r->s, &told, sizeof(told), 0) != (ssize_t)sizeof(told))
+					return -1;
+			}
+			continue;
+		}
+		if (++spins % CLOCK_EVERY)
+			continue;
+		if (!deadline)
+			deadline = tool_now_us() + 5e6;
+		else if (tool_now_us() > deadline)
+			return -1; /* a lost datagram fails the run */
+	}
+	/* The stream ends when the receiver has it all. */
+	while (rank == 1 && credit < total)
+		if (udp_bw_credit(r->s, &credit, true))
+			return -1;
+	return 0;
+}
+
 /* Each side owns one cache line and spins on the other's: the floor of any
  * shared-memory transport's latency. The lines only count up, across
  * repetitions too, so they never need a reset (which would have to wait for
@@ -459,7 +568,7 @@ static void usage(void)
 	    stderr,
 	    "usage: phys_bench -o BASELINE [-S SIZES] [-I OPS] [-B MiB] [-r REPS] [-c]\n"
 	    "                  [-T SECONDS] [-A]\n"
-	    "  BASELINE: tcp_lat tcp_bw udp_lat udp_lat_any shm_lat memcpy_bw cma_bw\n"
+	    "  BASELINE: tcp_lat tcp_bw udp_lat udp_lat_any udp_bw shm_lat memcpy_bw cma_bw\n"
 	    "  (shm_lat measures one cache line, whatever the size)\n");
 }
 
@@ -495,6 +604,8 @@ int main(int argc, char **argv)
 		const char *why = NULL;
 		if (!strncmp(c.b->name, "udp_lat", 7) && s > UDP_MAX)
 			why = "above the largest UDP datagram";
+		else if (!strcmp(c.b->name, "udp_bw") && s == 0)
+			why = "a stream of zero-byte messages not measured";
 		else if (c.b->solo && s == 0)
 			why = "zero-byte copy not measured";
 		if (why)
