@@ -93,6 +93,18 @@ static long iters_for(const struct cfg *c, size_t size)
  * poll slowed the raw ping-pong measurably, a floor set too high. */
 #define CLOCK_EVERY 4096
 
+/* A wait that found nothing once more: true when it has found nothing
+ * for limit_us (the clock read every CLOCK_EVERY looks).  *deadline 0
+ * starts a wait; progress sets it back to 0. */
+static bool waited_out(unsigned *spins, double *deadline, double limit_us)
+{
+	if (++*spins % CLOCK_EVERY)
+		return false;
+	if (!*deadline)
+		*deadline = tool_now_us() + limit_us;
+	return tool_now_us() > *deadline;
+}
+
 /* Sockets are polled without blocking, as the fabric providers poll their
  * completion queues: a blocking wait would measure the scheduler's wake-up
  * latency instead of the transport. Gives up after 10 s of silence. */
@@ -106,11 +118,7 @@ static int xfer_all(int fd, void *buf, size_t len, bool tx)
 		ssize_t n = tx ? send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT)
 		               : recv(fd, p, len, MSG_DONTWAIT);
 		if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
-			if (++spins % CLOCK_EVERY)
-				continue;
-			if (!deadline)
-				deadline = tool_now_us() + 10e6;
-			else if (tool_now_us() > deadline)
+			if (waited_out(&spins, &deadline, 10e6))
 				return -1;
 			continue;
 		}
@@ -137,11 +145,7 @@ static int recv_dgram(int fd, void *buf, size_t len, bool from)
 			return n == (ssize_t)len ? 0 : -1;
 		if (errno != EAGAIN && errno != EINTR)
 			return -1;
-		if (++spins % CLOCK_EVERY)
-			continue;
-		if (!deadline)
-			deadline = tool_now_us() + 5e6;
-		else if (tool_now_us() > deadline)
+		if (waited_out(&spins, &deadline, 5e6))
 			return -1; /* a lost datagram fails the run */
 	}
 }
@@ -328,11 +332,7 @@ static int udp_bw_credit(int s, uint64_t *credit, bool wait)
 			return -1;
 		if (!wait)
 			return 0;
-		if (++spins % CLOCK_EVERY)
-			continue;
-		if (!deadline)
-			deadline = tool_now_us() + 5e6;
-		else if (tool_now_us() > deadline)
+		if (waited_out(&spins, &deadline, 5e6))
 			return -1;
 	}
 }
@@ -389,11 +389,7 @@ static int udp_bw(const struct cfg *c, int rank, const struct rep *r)
 			}
 			continue;
 		}
-		if (++spins % CLOCK_EVERY)
-			continue;
-		if (!deadline)
-			deadline = tool_now_us() + 5e6;
-		else if (tool_now_us() > deadline)
+		if (waited_out(&spins, &deadline, 5e6))
 			return -1; /* a lost datagram fails the run */
 	}
 	/* The stream ends when the receiver has it all. */
