@@ -389,25 +389,10 @@ int lm_rdm_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	case FI_CLASS_CQ: {
 		struct lm_cq *cq = lm_container_of(bfid, struct lm_cq, cq_fid.fid);
 
-		if (flags & ~(FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION))
-			return -FI_EBADFLAGS;
-		if (!(flags & (FI_TRANSMIT | FI_RECV)))
-			return -FI_EINVAL;
-		if (cq->domain != &ep->dom->util)
-			return -FI_EINVAL;
-		if (((flags & FI_TRANSMIT) && ep->tx_cq) ||
-		    ((flags & FI_RECV) && ep->rx_cq))
-			return -FI_EINVAL;
-		if (flags & FI_TRANSMIT) {
-			ep->tx_cq = cq;
-			ep->tx_selective = flags & FI_SELECTIVE_COMPLETION;
-			atomic_fetch_add(&cq->ref, 1);
-		}
-		if (flags & FI_RECV) {
-			ep->rx_cq = cq;
-			ep->rx_selective = flags & FI_SELECTIVE_COMPLETION;
-			atomic_fetch_add(&cq->ref, 1);
-		}
+		ret = lm_cq_bind_ep(cq, &ep->dom->util, flags, &ep->tx_cq, &ep->tx_selective,
+		                    &ep->rx_cq, &ep->rx_selective);
+		if (ret)
+			return ret;
 		if (!cq->strerror)
 			cq->strerror = lm_rdm_strerror;
 		return 0;

@@ -496,6 +496,28 @@ static const char *cq_strerror(struct fid_cq *cq_fid, int prov_errno,
 	return text;
 }
 
+int lm_cq_bind_ep(struct lm_cq *cq, const struct lm_domain *dom, uint64_t flags,
+                  struct lm_cq **tx, bool *tx_selective, struct lm_cq **rx,
+                  bool *rx_selective)
+{
+	if (flags & ~(FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION))
+		return -FI_EBADFLAGS;
+	if (!(flags & (FI_TRANSMIT | FI_RECV)) || cq->domain != dom ||
+	    ((flags & FI_TRANSMIT) && *tx) || ((flags & FI_RECV) && *rx))
+		return -FI_EINVAL;
+	if (flags & FI_TRANSMIT) {
+		*tx = cq;
+		*tx_selective = flags & FI_SELECTIVE_COMPLETION;
+		atomic_fetch_add(&cq->ref, 1);
+	}
+	if (flags & FI_RECV) {
+		*rx = cq;
+		*rx_selective = flags & FI_SELECTIVE_COMPLETION;
+		atomic_fetch_add(&cq->ref, 1);
+	}
+	return 0;
+}
+
 int lm_cq_trywait(struct fid *fid)
 {
 	struct lm_cq *cq = lm_container_of(fid, struct lm_cq, cq_fid.fid);

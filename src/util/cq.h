@@ -166,6 +166,15 @@ void lm_cq_del_progress(struct lm_cq *cq, struct lm_progress *p);
  * progress), 0 when it is safe to sleep on the wait object. */
 int lm_cq_trywait(struct fid *fid);
 
+/* An endpoint's fi_ep_bind of cq with flags (FI_TRANSMIT, FI_RECV,
+ * FI_SELECTIVE_COMPLETION): a CQ of the endpoint's domain dom, each
+ * direction bound once, into *tx / *rx with their selective flags, the
+ * CQ's reference taken for each.  -FI_EBADFLAGS or -FI_EINVAL otherwise,
+ * nothing bound. */
+int lm_cq_bind_ep(struct lm_cq *cq, const struct lm_domain *dom, uint64_t flags,
+                  struct lm_cq **tx, bool *tx_selective, struct lm_cq **rx,
+                  bool *rx_selective);
+
 /* ---- counters ------------------------------------------------------------- */
 
 struct lm_cntr {

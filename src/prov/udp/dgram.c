@@ -858,26 +858,9 @@ static int dg_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	if (ep->enabled)
 		return -FI_EOPBADSTATE;
 	switch (bfid->fclass) {
-	case FI_CLASS_CQ: {
-		struct lm_cq *cq = lm_container_of(bfid, struct lm_cq, cq_fid.fid);
-
-		if (flags & ~(FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION))
-			return -FI_EBADFLAGS;
-		if (!(flags & (FI_TRANSMIT | FI_RECV)) || cq->domain != dom ||
-		    ((flags & FI_TRANSMIT) && ep->tx_cq) || ((flags & FI_RECV) && ep->rx_cq))
-			return -FI_EINVAL;
-		if (flags & FI_TRANSMIT) {
-			ep->tx_cq = cq;
-			ep->tx_selective = flags & FI_SELECTIVE_COMPLETION;
-			atomic_fetch_add(&cq->ref, 1);
-		}
-		if (flags & FI_RECV) {
-			ep->rx_cq = cq;
-			ep->rx_selective = flags & FI_SELECTIVE_COMPLETION;
-			atomic_fetch_add(&cq->ref, 1);
-		}
-		return 0;
-	}
+	case FI_CLASS_CQ:
+		return lm_cq_bind_ep(lm_container_of(bfid, struct lm_cq, cq_fid.fid), dom, flags,
+		                     &ep->tx_cq, &ep->tx_selective, &ep->rx_cq, &ep->rx_selective);
 	case FI_CLASS_CNTR: {
 		struct lm_cntr *c = lm_container_of(bfid, struct lm_cntr, cntr_fid.fid);
 
