@@ -1,5 +1,5 @@
 /* netfault.c - a client and a server on the tcp provider's RDM endpoints
- * (or NETFAULT_PROV's: udp) for tests/tcp/netns.sh: the client streams numbered, patterned messages
+ * (or NETFAULT_PROV's: udp) for tests/net/netns.sh: the client streams numbered, patterned messages
  * (64 KiB and 1 MiB, a window of them in flight) that the server checks
  * word by word; when the other side is killed or its link is cut, each
  * side prints the error completions it gets and exits instead of hanging.

@@ -13,7 +13,7 @@
 # loaded <dir>/libfabric.so.1 and no other libfabric):
 #  1. Debian's fi_pingpong (-p "$prov" -e rdm -c) passes across the two hosts:
 #     every size up to 6 MiB for messages, 1 MiB for tagged ones.
-#  2. kill -9 of the server while tests/tcp/netfault.c streams to it
+#  2. kill -9 of the server while tests/net/netfault.c streams to it
 #     (64 KiB and 1 MiB sends, 8 in flight, every byte checked): the client
 #     gets FI_EIO error completions whose fi_cq_strerror text names the
 #     server, for every send it had outstanding, and exits within 20 s;
