@@ -13,6 +13,7 @@
 struct lm_mr_map {
 	struct lm_hmap keys; /* lm_mr.node by key */
 	struct lm_lock lock; /* taken only when the domain is shared */
+	uint32_t serial;     /* the low half of the next provider key */
 };
 
 #define RAW_KEY_SIZE 8
@@ -126,22 +127,20 @@ static bool key_free(const struct lm_mr_map *map, uint64_t key)
 	return key != FI_KEY_NOTAVAIL && !lm_hmap_find(&map->keys, key);
 }
 
-/* A provider key: random, so a peer cannot guess other regions' keys from
- * its own.  Small key spaces fill up, so after a few misses walk from a
- * random point; one more step than there are keys in use finds a free one
- * if any exists.  Called with the map locked. */
-static int pick_key(const struct lm_mr_map *map, uint64_t mask, uint64_t *key)
+/* A provider key: a 32-bit serial number under 32 random bits.  The random
+ * half keeps a peer from deriving other regions' keys from its own; the
+ * serial half keeps the domain's keys distinct without a retry, and leaves
+ * the low bytes small, as libfabric's own providers' keys (plain serial
+ * numbers) are -- programs written against those keep working, such as
+ * fabtests' fi_rdm_rma_trigger, which reads a string that ends at a key's
+ * fourth byte.  A key space narrower than 8 bytes keeps the low bytes of
+ * this; when a key is taken (the serial wrapped, or the application chose it),
+ * walk on: one more step than there are keys in use finds a free one if
+ * any exists.  Called with the map locked. */
+static int pick_key(struct lm_mr_map *map, uint64_t mask, uint64_t *key)
 {
-	uint64_t k;
+	uint64_t k = ((random_u64() << 32) | map->serial++) & mask;
 
-	for (int i = 0; i < 16; i++) {
-		k = random_u64() & mask;
-		if (key_free(map, k)) {
-			*key = k;
-			return 0;
-		}
-	}
-	k = random_u64() & mask;
 	for (size_t n = 0; n <= map->keys.count; n++, k = (k + 1) & mask) {
 		if (key_free(map, k)) {
 			*key = k;

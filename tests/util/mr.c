@@ -133,6 +133,16 @@ static void test_prov_keys_virt_addr(void)
 			dups += fi_mr_key(many[i]) == fi_mr_key(many[j]);
 	}
 	CHECK_INT(dups, 0);
+	/* A provider key is a serial number in its low 32 bits (so the upper
+	 * bytes of that half stay zero, as programs written against
+	 * libfabric's serial keys assume) under 32 random bits. */
+	for (int i = 1; i < 100; i++) {
+		uint64_t a = fi_mr_key(many[i - 1]), b = fi_mr_key(many[i]);
+
+		if ((uint32_t)b != (uint32_t)a + 1 || (b & 0xff000000) || (b >> 32) == (a >> 32))
+			dups++;
+	}
+	CHECK_INT(dups, 0);
 	CHECK_INT(
 	    verify(dom, fi_mr_key(many[42]), base + 42, 1, FI_REMOTE_WRITE, buf + 42), 0);
 	CHECK_INT(verify(dom, fi_mr_key(many[42]), base + 43, 1, FI_REMOTE_WRITE, NULL),
