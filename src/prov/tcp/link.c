@@ -1234,6 +1234,17 @@ static ssize_t send_partial(struct tcp_link *l, struct lm_link_peer *p,
 /* Write pkts[0..count) to p with one sendmsg: how many were taken (a
  * packet written in part is finished from c->out before anything else),
  * -FI_EAGAIN when none was, or an error. */
+/* The first bytes in a while that wait for the peer's acknowledgement
+ * (none was waiting): the bytes read before them cannot bring it, nor can
+ * the kernel have it yet, so delivered() asks the kernel only once more
+ * has been read, or TCP_ACK_LOOK_US from now.  In a ping-pong the reply's
+ * RCVD frame always comes first, and no send costs an ioctl. */
+static void held_start(struct lm_link_peer *p, const struct tcp_conn *c)
+{
+	p->look_rx = c->rx_count;
+	p->look_us = lm_now_us();
+}
+
 static ssize_t send_pkts(struct tcp_link *l, struct lm_link_peer *p,
                          const struct lm_link_pkt *pkts, size_t count)
 {
@@ -1276,6 +1287,8 @@ static ssize_t send_pkts(struct tcp_link *l, struct lm_link_peer *p,
 	}
 	if (n > 0 && b.telling)
 		c->rx_told = b.told.bytes; /* out, or its rest in c->out */
+	if (n > 0 && p->acked >= p->taken)
+		held_start(p, c);
 	if (n == (ssize_t)b.total) {
 		p->taken += b.total;
 		return (ssize_t)count;
