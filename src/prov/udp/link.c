@@ -93,6 +93,7 @@ struct lm_link_peer {
 	struct lm_hnode hnode;
 	struct lm_list node;      /* udp_link.peers_all */
 	struct lm_list owed_node; /* udp_link.owed, while owed */
+	struct lm_list busy_node; /* udp_link.busy, while busy_listed */
 	union lm_inet_addr addr;
 	uint64_t inc; /* its incarnation; 0: not heard yet */
 	bool dead;    /* gone until peer_reset */
@@ -100,6 +101,7 @@ struct lm_link_peer {
 	bool answer_owed; /* it probed us */
 	bool answered;    /* it answered a probe of ours */
 	bool owed_listed;
+	bool busy_listed; /* packets in flight, or one waits for socket room */
 	/* Sending. */
 	uint32_t epoch;      /* ours toward it, from 1 */
 	uint64_t next, una;  /* next seq to give; oldest not acknowledged */
@@ -138,7 +140,9 @@ struct udp_link {
 	struct lm_hmap peers;
 	struct lm_list peers_all;
 	struct lm_list owed;
-	unsigned inflight; /* peers with packets unacknowledged */
+	/* The peers with packets unacknowledged or unsent: what each poll's
+	 * timers look at, however many peers are idle. */
+	struct lm_list busy;
 	bool unsent;       /* some peer has a slot waiting for socket room */
 	bool errs;         /* the socket has errors queued */
 	bool armed, rto_set, wake_set;
@@ -397,6 +401,20 @@ static struct lm_link_peer *peer_find(struct udp_link *l, const union lm_inet_ad
 	return NULL;
 }
 
+/* p joins or leaves l->busy as it has something in flight or not. */
+static void busy_update(struct udp_link *l, struct lm_link_peer *p)
+{
+	bool busy = p->due_us || p->unsent;
+
+	if (busy == p->busy_listed)
+		return;
+	if (busy)
+		lm_list_push_back(&l->busy, &p->busy_node);
+	else
+		lm_list_remove(&p->busy_node);
+	p->busy_listed = busy;
+}
+
 static void tx_start(struct lm_link_peer *p)
 {
 	p->epoch++;
@@ -430,8 +448,6 @@ static struct lm_link_peer *peer_get(struct udp_link *l, const union lm_inet_add
 /* Everything in flight to p is dropped (it went with the peer). */
 static void tx_drop(struct udp_link *l, struct lm_link_peer *p)
 {
-	if (p->due_us && l->inflight)
-		l->inflight--;
 	p->done_epoch = p->epoch;
 	p->done_una = p->una;
 	for (unsigned i = 0; i < UDP_WINDOW; i++) {
@@ -439,6 +455,7 @@ static void tx_drop(struct udp_link *l, struct lm_link_peer *p)
 		p->tx[i].sent_us = 0;
 	}
 	tx_start(p);
+	busy_update(l, p);
 }
 
 static void rx_drop(struct lm_link_peer *p)
@@ -467,11 +484,10 @@ static void peer_lost(struct udp_link *l, struct lm_link_peer *p, const char *wh
 
 static void rto_arm(struct udp_link *l, struct lm_link_peer *p, uint64_t now)
 {
-	if (!p->due_us) {
-		l->inflight++;
+	if (!p->due_us)
 		p->live_ms = now / 1000; /* silence counts from here */
-	}
 	p->due_us = now + p->rto_us;
+	busy_update(l, p);
 }
 
 static ssize_t slot_send(struct udp_link *l, struct lm_link_peer *p, struct udp_slot *s,
@@ -488,6 +504,7 @@ static ssize_t slot_send(struct udp_link *l, struct lm_link_peer *p, struct udp_
 	if (ret) {
 		s->sent_us = 0;
 		p->unsent = l->unsent = true;
+		busy_update(l, p);
 		return ret;
 	}
 	s->sent_us = now;
@@ -690,7 +707,7 @@ static void on_ack(struct udp_link *l, struct lm_link_peer *p, const struct udp_
 			p->cwnd = UDP_WINDOW;
 		if (p->una == p->next) {
 			p->due_us = 0;
-			l->inflight--;
+			busy_update(l, p);
 		} else {
 			p->due_us = now + p->rto_us;
 		}
@@ -875,13 +892,17 @@ static void errs_read(struct udp_link *l)
  * socket had no room for. */
 static void timers_run(struct udp_link *l, uint64_t now)
 {
-	struct lm_list *it;
+	struct lm_list todo, *it;
 	uint64_t now_ms = now / 1000;
 
-	lm_list_foreach(&l->peers_all, it)
-	{
-		struct lm_link_peer *p = lm_container_of(it, struct lm_link_peer, node);
+	/* Each busy peer once, back on the list before its turn: a peer
+	 * lost meanwhile (tx_drop) leaves whichever list it is on. */
+	lm_list_init(&todo);
+	lm_list_splice_back(&todo, &l->busy);
+	while ((it = lm_list_pop_front(&todo))) {
+		struct lm_link_peer *p = lm_container_of(it, struct lm_link_peer, busy_node);
 
+		lm_list_push_back(&l->busy, it);
 		if (p->unsent) {
 			p->unsent = false;
 			for (uint64_t seq = p->una; seq < p->next; seq++) {
@@ -891,8 +912,10 @@ static void timers_run(struct udp_link *l, uint64_t now)
 					break;
 			}
 		}
-		if (!p->due_us || p->due_us > now)
+		if (!p->due_us || p->due_us > now) {
+			busy_update(l, p);
 			continue;
+		}
 		if (now_ms - p->live_ms > (uint64_t)l->params->peer_timeout_ms) {
 			peer_lost(l, p, "silent past the liveness time");
 			continue;
@@ -952,7 +975,7 @@ static int udp_link_poll(struct lm_link *link, int budget)
 			break;
 		errs_read(l);
 	}
-	if (got > 0 || l->inflight || l->unsent)
+	if (got > 0 || !lm_list_empty(&l->busy))
 		now = lm_now_us();
 	for (int i = 0; i < got; i++) {
 		union lm_inet_addr from;
@@ -965,7 +988,7 @@ static int udp_link_poll(struct lm_link *link, int budget)
 		}
 		n += on_dgram(l, l->riov[i].iov_base, l->rmsg[i].msg_len, &from, now);
 	}
-	if (l->inflight || l->unsent) {
+	if (!lm_list_empty(&l->busy)) {
 		l->unsent = false;
 		timers_run(l, now);
 	}
@@ -1016,11 +1039,11 @@ static void udp_link_arm(struct lm_link *link)
 	l->armed = true;
 	acks_flush(l);
 	errs_read(l); /* a queued error keeps the socket readable */
-	if (!l->inflight && !l->unsent)
+	if (lm_list_empty(&l->busy))
 		return;
-	lm_list_foreach(&l->peers_all, it)
+	lm_list_foreach(&l->busy, it)
 	{
-		struct lm_link_peer *p = lm_container_of(it, struct lm_link_peer, node);
+		struct lm_link_peer *p = lm_container_of(it, struct lm_link_peer, busy_node);
 
 		if (p->due_us && (!due || p->due_us < due))
 			due = p->due_us;
@@ -1211,6 +1234,7 @@ static int link_open(int family, void *ctx, const struct lm_link_attr *attr,
 	l->params = params;
 	lm_list_init(&l->peers_all);
 	lm_list_init(&l->owed);
+	lm_list_init(&l->busy);
 	ret = lm_hmap_init(&l->peers, UDP_PEERS_EXPECTED);
 	if (ret) {
 		free(l);
