@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -205,7 +204,6 @@ static int client(uint16_t port_be)
 
 int main(int argc, char **argv)
 {
-	struct rlimit rl;
 	int opt, fds[2], st = 0, rc;
 	uint16_t port;
 	pid_t pid;
@@ -232,12 +230,7 @@ int main(int argc, char **argv)
 		}
 	}
 	/* A few descriptors per connection, on each side. */
-	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < (rlim_t)nconn * 8 + 64) {
-		rl.rlim_cur = rl.rlim_max < (rlim_t)nconn * 8 + 64
-		                  ? rl.rlim_max
-		                  : (rlim_t)nconn * 8 + 64;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
+	bench_nofile((rlim_t)nconn * 8 + 64);
 	if (pipe(fds))
 		return 1;
 	pid = fork();

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
@@ -50,14 +49,9 @@ int main(int argc, char **argv)
 	fi_addr_t to;
 	long r0, r1, r2;
 	int sent = 0, got = 0;
-	struct rlimit rl;
 
 	/* A few descriptors per endpoint (tcp: a listener, connections). */
-	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < (rlim_t)n * 4 + 64) {
-		rl.rlim_cur =
-		    rl.rlim_max < (rlim_t)n * 4 + 64 ? rl.rlim_max : (rlim_t)n * 4 + 64;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
+	bench_nofile((rlim_t)n * 4 + 64);
 	h->fabric_attr->prov_name = strdup(prov);
 	h->ep_attr->type = FI_EP_RDM;
 	h->caps = FI_MSG;

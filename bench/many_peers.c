@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -154,7 +153,6 @@ int main(int argc, char **argv)
 	char name[256];
 	size_t len = sizeof(name);
 	double *ns;
-	struct rlimit rl;
 	pid_t child;
 
 	while ((op = getopt(argc, argv, "p:n:I:r:")) != -1) {
@@ -179,11 +177,7 @@ int main(int argc, char **argv)
 	peers = calloc((size_t)n + 1, sizeof(*peers));
 	ns = calloc((size_t)reps, sizeof(*ns));
 	/* A few descriptors per endpoint (a socket, timers, an epoll set). */
-	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < (rlim_t)n * 6 + 64) {
-		rl.rlim_cur =
-		    rl.rlim_max < (rlim_t)n * 6 + 64 ? rl.rlim_max : (rlim_t)n * 6 + 64;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
+	bench_nofile((rlim_t)n * 6 + 64);
 	if (open_domain(prov) || side_open(&a))
 		goto fail;
 	for (int i = 0; i < n; i++) {

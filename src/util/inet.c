@@ -349,6 +349,34 @@ bool lm_iface_named(const struct fi_provider *prov, const char *fabric,
 	return false;
 }
 
+int lm_inet_fabric_open(const struct fi_provider *prov, const struct fi_ops_fabric *ops,
+                        struct fi_fabric_attr *attr, struct fid_fabric **fabric,
+                        void *context)
+{
+	if (attr && attr->name && !lm_iface_named(prov, attr->name, NULL))
+		return -FI_EINVAL;
+	return lm_fabric_open(prov, attr, ops, context, fabric);
+}
+
+void lm_inet_params_define(struct fi_provider *prov)
+{
+	fi_param_define(prov, "iface", FI_PARAM_STRING,
+	                "Only this network interface (default: every interface that "
+	                "is up, loopback last)");
+	fi_param_define(prov, "port_low_range", FI_PARAM_INT,
+	                "Lowest port an endpoint's socket binds (default: any port)");
+	fi_param_define(prov, "port_high_range", FI_PARAM_INT,
+	                "Highest port an endpoint's socket binds (default: any port)");
+}
+
+void lm_inet_ports_read(struct fi_provider *prov, int *low, int *high)
+{
+	lm_param_int_range(prov, "port_low_range", 1, 65535, low);
+	lm_param_int_range(prov, "port_high_range", 1, 65535, high);
+	if (*low && *high < *low)
+		*high = 65535;
+}
+
 /* ---- getinfo ---------------------------------------------------------------------- */
 
 int lm_inet_set_addr(void **dst, size_t *dstlen, const union lm_inet_addr *a, bool str)

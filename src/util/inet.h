@@ -84,6 +84,17 @@ bool lm_iface_picks(const union lm_inet_addr *src, const struct lm_iface *f);
  * fi_domain open only what fi_getinfo could have offered. */
 bool lm_iface_named(const struct fi_provider *prov, const char *fabric,
                     const char *domain);
+/* An IP provider's fi_fabric: the fabric named must be the subnet of a
+ * usable interface (or none named). */
+int lm_inet_fabric_open(const struct fi_provider *prov, const struct fi_ops_fabric *ops,
+                        struct fi_fabric_attr *attr, struct fid_fabric **fabric,
+                        void *context);
+/* The parameters every IP provider takes, FI_<PROV>_IFACE,
+ * _PORT_LOW_RANGE and _PORT_HIGH_RANGE: defined, and the port range read
+ * (0: any port; a high end below the low one means up to 65535). */
+void lm_inet_params_define(struct fi_provider *prov);
+void lm_inet_ports_read(struct fi_provider *prov, int *low, int *high);
+
 /* The name of the interface that holds address a (its port ignored):
  * true and name filled, or false when none does. */
 bool lm_iface_of_addr(const union lm_inet_addr *a, char name[IF_NAMESIZE]);

@@ -38,10 +38,7 @@ void tcp_params_read(struct tcp_params *params)
 {
 	*params = (struct tcp_params){.conn_timeout_ms = TCP_CONN_TIMEOUT_MS,
 	                              .sockbuf = TCP_SOCKBUF};
-	lm_param_int_range(&tcp_prov, "port_low_range", 1, 65535, &params->port_low);
-	lm_param_int_range(&tcp_prov, "port_high_range", 1, 65535, &params->port_high);
-	if (params->port_low && params->port_high < params->port_low)
-		params->port_high = params->port_low ? 65535 : 0;
+	lm_inet_ports_read(&tcp_prov, &params->port_low, &params->port_high);
 	lm_param_int_range(&tcp_prov, "conn_timeout", 1, INT_MAX, &params->conn_timeout_ms);
 	lm_param_int_range(&tcp_prov, "sockbuf", 0, INT_MAX, &params->sockbuf);
 	int on = 1;
@@ -218,9 +215,7 @@ static const struct fi_ops_fabric tcp_fabric_ops =
 static int tcp_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
                            void *context)
 {
-	if (attr && attr->name && !lm_iface_named(&tcp_prov, attr->name, NULL))
-		return -FI_EINVAL;
-	return lm_fabric_open(&tcp_prov, attr, &tcp_fabric_ops, context, fabric);
+	return lm_inet_fabric_open(&tcp_prov, &tcp_fabric_ops, attr, fabric, context);
 }
 
 struct fi_provider tcp_prov = {
@@ -235,13 +230,7 @@ struct fi_provider *tcp_prov_init(void)
 {
 	tcp_log_prov = &tcp_prov;
 	lm_rdm_progress_param(&tcp_prov);
-	fi_param_define(&tcp_prov, "iface", FI_PARAM_STRING,
-	                "Only this network interface (default: every interface that "
-	                "is up, loopback last)");
-	fi_param_define(&tcp_prov, "port_low_range", FI_PARAM_INT,
-	                "Lowest port endpoints listen on (default: any port)");
-	fi_param_define(&tcp_prov, "port_high_range", FI_PARAM_INT,
-	                "Highest port endpoints listen on (default: any port)");
+	lm_inet_params_define(&tcp_prov);
 	fi_param_define(&tcp_prov, "conn_timeout", FI_PARAM_INT,
 	                "Milliseconds a connection may take to come up before its "
 	                "operations fail (default: 10000)");

@@ -27,10 +27,7 @@ void udp_params_read(struct udp_params *params)
 {
 	*params = (struct udp_params){.peer_timeout_ms = UDP_PEER_TIMEOUT_MS,
 	                              .sockbuf = UDP_SOCKBUF};
-	lm_param_int_range(&udp_prov, "port_low_range", 1, 65535, &params->port_low);
-	lm_param_int_range(&udp_prov, "port_high_range", 1, 65535, &params->port_high);
-	if (params->port_low && params->port_high < params->port_low)
-		params->port_high = 65535;
+	lm_inet_ports_read(&udp_prov, &params->port_low, &params->port_high);
 	lm_param_int_range(&udp_prov, "mtu", 576, 65535, &params->mtu);
 	lm_param_int_range(&udp_prov, "peer_timeout", 1, INT_MAX, &params->peer_timeout_ms);
 	lm_param_int_range(&udp_prov, "sockbuf", 0, INT_MAX, &params->sockbuf);
@@ -210,9 +207,7 @@ static const struct fi_ops_fabric udp_fabric_ops =
 static int udp_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
                            void *context)
 {
-	if (attr && attr->name && !lm_iface_named(&udp_prov, attr->name, NULL))
-		return -FI_EINVAL;
-	return lm_fabric_open(&udp_prov, attr, &udp_fabric_ops, context, fabric);
+	return lm_inet_fabric_open(&udp_prov, &udp_fabric_ops, attr, fabric, context);
 }
 
 struct fi_provider udp_prov = {
@@ -227,13 +222,7 @@ struct fi_provider *udp_prov_init(void)
 {
 	udp_log_prov = &udp_prov;
 	lm_rdm_progress_param(&udp_prov);
-	fi_param_define(&udp_prov, "iface", FI_PARAM_STRING,
-	                "Only this network interface (default: every interface that "
-	                "is up, loopback last)");
-	fi_param_define(&udp_prov, "port_low_range", FI_PARAM_INT,
-	                "Lowest port endpoints bind (default: any port)");
-	fi_param_define(&udp_prov, "port_high_range", FI_PARAM_INT,
-	                "Highest port endpoints bind (default: any port)");
+	lm_inet_params_define(&udp_prov);
 	fi_param_define(&udp_prov, "mtu", FI_PARAM_INT,
 	                "Largest IP packet a datagram makes, 576 to 65535; larger "
 	                "messages go in several (default: the MTU of the endpoint's "
