@@ -47,6 +47,21 @@ static void av_on_remove(struct lm_av *av, fi_addr_t fi_addr, void *peer)
 	atomic_fetch_add(&rdm_dom_of_av(av)->av_gen, 1);
 }
 
+/* lm_domain.progress_all: each enabled endpoint once, as its CQ's hook
+ * would.  Lock order: eps_lock, then an endpoint's lock. */
+static void domain_progress_all(struct lm_domain *udom)
+{
+	struct lm_rdm_domain *dom = lm_container_of(udom, struct lm_rdm_domain, util);
+	struct lm_list *it;
+
+	pthread_mutex_lock(&dom->eps_lock);
+	lm_list_foreach(&dom->eps, it)
+	{
+		lm_rdm_progress(lm_container_of(it, struct lm_rdm_ep, dom_node), false);
+	}
+	pthread_mutex_unlock(&dom->eps_lock);
+}
+
 int lm_rdm_domain_init(struct lm_rdm_domain *dom, struct lm_fabric *fab,
                        const struct fi_info *info, const struct lm_link_ops *link_ops,
                        void *link_ctx, void *context)
@@ -80,8 +95,24 @@ int lm_rdm_domain_init(struct lm_rdm_domain *dom, struct lm_fabric *fab,
 	pthread_mutex_init(&dom->work_lock, NULL);
 	lm_list_init(&dom->work);
 	dom->util.work_control = lm_rdm_work_control;
+	pthread_mutex_init(&dom->eps_lock, NULL);
+	lm_list_init(&dom->eps);
+	dom->util.progress_all = domain_progress_all;
 	lm_lock_init(&dom->ctx_lock, dom->util.shared);
 	return 0;
+}
+
+void lm_rdm_ep_listed(struct lm_rdm_ep *ep, bool on)
+{
+	struct lm_rdm_domain *dom = ep->dom;
+
+	pthread_mutex_lock(&dom->eps_lock);
+	if (on && !ep->dom_on)
+		lm_list_push_back(&dom->eps, &ep->dom_node);
+	else if (!on && ep->dom_on)
+		lm_list_remove(&ep->dom_node);
+	ep->dom_on = on;
+	pthread_mutex_unlock(&dom->eps_lock);
 }
 
 int lm_rdm_domain_open(struct fid_fabric *fabric, const struct fi_info *info,
@@ -537,6 +568,7 @@ int lm_rdm_ep_close(struct fid *fid)
 
 	if (atomic_load(&ep->ref))
 		return -FI_EBUSY;
+	lm_rdm_ep_listed(ep, false);
 	lm_rdm_auto_del(ep);
 	if (ext && ext->closing)
 		ext->closing(ep);
@@ -601,6 +633,7 @@ static int ep_control(struct fid *fid, int command, void *arg)
 		lm_lock_release(ctx->ep->lock);
 		if (ret == 1) {
 			lm_rdm_hooks_add(ctx->ep, ctx->ep->hooks, ctx->ep->nhooks);
+			lm_rdm_ep_listed(ctx->ep, true);
 			ret = lm_rdm_auto_add(ctx->ep);
 		}
 		if (!ret && !ctx->alias && ctx->ep->ext && ctx->ep->ext->enabled)

@@ -318,6 +318,10 @@ struct lm_rdm_domain {
 	/* Deferred work queued and not yet fired (struct lm_rdm_work). */
 	pthread_mutex_t work_lock;
 	struct lm_list work;
+	/* Its enabled endpoints (lm_rdm_ep.dom_node), which a counter bound
+	 * to none of them progresses (lm_domain.progress_all). */
+	pthread_mutex_t eps_lock;
+	struct lm_list eps;
 };
 
 /* Fill dom (zeroed by the caller) for info; ops: lm_rdm_domain_ops if NULL. */
@@ -814,6 +818,9 @@ struct lm_rdm_ep {
 	/* In its domain's automatic progress (auto.c). */
 	struct lm_list auto_node;
 	bool auto_on;
+	/* In its domain's list of enabled endpoints (lm_rdm_ep_listed). */
+	struct lm_list dom_node;
+	bool dom_on;
 	atomic_int held; /* its operations held on counters (trigger.c) */
 	const struct lm_rdm_ep_ext *ext; /* what the provider adds, or NULL */
 	void *prov;                      /* the provider's own state for it */
@@ -951,6 +958,9 @@ void lm_rdm_progress_default(struct fi_provider *prov, const struct fi_info *hin
                              struct fi_info *list);
 int lm_rdm_auto_add(struct lm_rdm_ep *ep);
 void lm_rdm_auto_del(struct lm_rdm_ep *ep);
+/* ep.c: an enabled endpoint into its domain's list (on), and out of it
+ * before it closes.  Neither under ep->lock. */
+void lm_rdm_ep_listed(struct lm_rdm_ep *ep, bool on);
 /* sep.c: fi_scalable_ep, and a scalable endpoint's contexts. */
 int lm_rdm_scalable_ep(struct fid_domain *domain, struct fi_info *info,
                        struct fid_ep **sep, void *context);

@@ -547,8 +547,10 @@ static int lane_enable(struct lm_rdm_ep *ep)
 	}
 	lm_lock_release(ep->lock);
 	hooks_add(ep, add, n);
-	if (ret == 1)
+	if (ret == 1) {
+		lm_rdm_ep_listed(ep, true);
 		ret = lm_rdm_auto_add(ep);
+	}
 	return ret < 0 ? ret : 0;
 }
 

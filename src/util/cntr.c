@@ -6,6 +6,10 @@
 
 #include "util.h"
 
+/* How long fi_cntr_wait on a counter bound to no endpoint sleeps between
+ * passes over its domain's endpoints (nothing rings it). */
+#define CNTR_UNBOUND_WAIT_MS 1
+
 /* Wake sleepers.  Every update while someone waits is a signal (waiters
  * have different thresholds and recheck); with nobody waiting only a
  * promise made by fi_trywait costs a syscall.  The update itself comes
@@ -41,6 +45,7 @@ void lm_cntr_add_progress(struct lm_cntr *cntr, struct lm_progress *p)
 {
 	lm_lock_acquire(&cntr->plock);
 	lm_list_push_back(&cntr->progress, &p->node);
+	atomic_fetch_add(&cntr->nprogress, 1);
 	lm_lock_release(&cntr->plock);
 	if (cntr->wait && p->fd >= 0 && lm_wait_add_fd(cntr->wait, p->fd))
 		LM_WARN(cntr->domain->fabric->prov, FI_LOG_CNTR,
@@ -51,6 +56,7 @@ void lm_cntr_del_progress(struct lm_cntr *cntr, struct lm_progress *p)
 {
 	lm_lock_acquire(&cntr->plock);
 	lm_list_remove(&p->node);
+	atomic_fetch_sub(&cntr->nprogress, 1);
 	lm_lock_release(&cntr->plock);
 	if (cntr->wait && p->fd >= 0)
 		lm_wait_del_fd(cntr->wait, p->fd);
@@ -129,11 +135,28 @@ static inline struct lm_cntr *to_cntr(struct fid_cntr *fid)
 	return lm_container_of(fid, struct lm_cntr, cntr_fid);
 }
 
+/* What a read or wait of c progresses: the endpoints bound to it, or,
+ * when none is, every endpoint of its domain (deferred work reports to a
+ * completion_cntr that may be bound to nothing). */
+static bool cntr_unbound(const struct lm_cntr *c)
+{
+	return !atomic_load_explicit(&c->nprogress, memory_order_relaxed) &&
+	       c->domain->progress_all;
+}
+
+static void cntr_progress(struct lm_cntr *c)
+{
+	if (cntr_unbound(c))
+		c->domain->progress_all(c->domain);
+	else
+		lm_progress_run_all(&c->progress, &c->plock);
+}
+
 static uint64_t cntr_read(struct fid_cntr *fid)
 {
 	struct lm_cntr *c = to_cntr(fid);
 
-	lm_progress_run_all(&c->progress, &c->plock);
+	cntr_progress(c);
 	lm_cntr_triggers_run(c);
 	return atomic_load(&c->value);
 }
@@ -142,7 +165,7 @@ static uint64_t cntr_readerr(struct fid_cntr *fid)
 {
 	struct lm_cntr *c = to_cntr(fid);
 
-	lm_progress_run_all(&c->progress, &c->plock);
+	cntr_progress(c);
 	return atomic_load(&c->err);
 }
 
@@ -200,7 +223,7 @@ static int cntr_spin(struct lm_cntr *c, uint64_t threshold, int timeout)
 	uint64_t start = lm_now_ms(), err0 = atomic_load(&c->err);
 
 	for (;;) {
-		lm_progress_run_all(&c->progress, &c->plock);
+		cntr_progress(c);
 		lm_cntr_triggers_run(c);
 		if (atomic_load(&c->value) >= threshold)
 			return 0;
@@ -227,7 +250,7 @@ static int cntr_wait(struct fid_cntr *fid, uint64_t threshold, int timeout)
 	atomic_fetch_add(&c->sleepers, 1);
 	err0 = atomic_load(&c->err);
 	for (;;) {
-		lm_progress_run_all(&c->progress, &c->plock);
+		cntr_progress(c);
 		if (atomic_load(&c->value) >= threshold) {
 			ret = 0;
 			break;
@@ -241,6 +264,10 @@ static int cntr_wait(struct fid_cntr *fid, uint64_t threshold, int timeout)
 			ret = -FI_ETIMEDOUT;
 			break;
 		}
+		/* Endpoints not bound to c do not ring its wait object:
+		 * look again soon. */
+		if (cntr_unbound(c) && (left < 0 || left > CNTR_UNBOUND_WAIT_MS))
+			left = CNTR_UNBOUND_WAIT_MS;
 		lm_wait_block(c->wait, left);
 	}
 	/* The wake-up drained the wait object; others may still sleep. */
@@ -261,7 +288,7 @@ int lm_cntr_trywait(struct fid *fid)
 	if (c->wait_obj != FI_WAIT_SET && !atomic_load(&c->sleepers))
 		lm_wait_drain_stale(c->wait);
 	atomic_store(&c->armed, true);
-	lm_progress_run_all(&c->progress, &c->plock);
+	cntr_progress(c);
 	v = atomic_load(&c->value);
 	e = atomic_load(&c->err);
 	moved = atomic_exchange(&c->try_value, v) != v;
@@ -274,7 +301,7 @@ bool lm_cntr_poll_changed(struct lm_cntr *cntr)
 	uint64_t v, e;
 	bool changed;
 
-	lm_progress_run_all(&cntr->progress, &cntr->plock);
+	cntr_progress(cntr);
 	v = atomic_load(&cntr->value);
 	e = atomic_load(&cntr->err);
 	changed = atomic_exchange(&cntr->poll_value, v) != v;

@@ -190,6 +190,7 @@ struct lm_cntr {
 
 	struct lm_list progress; /* struct lm_progress hooks */
 	struct lm_lock plock;
+	atomic_int nprogress; /* hooks in progress */
 
 	struct lm_wait *wait; /* NULL for FI_WAIT_NONE */
 	enum fi_wait_obj wait_obj;

@@ -179,6 +179,10 @@ struct lm_domain {
 	/* fi_control's FI_QUEUE_WORK, FI_CANCEL_WORK, FI_FLUSH_WORK, when the
 	 * provider takes deferred work (NULL: -FI_ENOSYS). */
 	int (*work_control)(struct lm_domain *dom, int command, void *arg);
+	/* Optional: progress every endpoint of the domain.  A counter no
+	 * endpoint is bound to (deferred work's completion_cntr) calls it
+	 * where a bound one runs its endpoints' hooks. */
+	void (*progress_all)(struct lm_domain *dom);
 };
 
 /* info is copied.  ops: lm_domain_ops if NULL. */

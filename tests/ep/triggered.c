@@ -195,6 +195,33 @@ static void deferred(struct ctx *c, fi_addr_t self)
 	CHECK_INT(fi_close(&target->fid), 0);
 }
 
+/* Deferred work's send to the peer, whose completion_cntr is bound to no
+ * endpoint: waiting on that counter alone moves the send until the peer
+ * has it (on udp, until its acknowledgement is read). */
+static void deferred_to_peer(struct ctx *c, fi_addr_t peer, const char *text)
+{
+	struct fi_cntr_attr ca = {.events = FI_CNTR_EVENTS_COMP};
+	struct fid_cntr *go = NULL, *done = NULL;
+	struct iovec iov = {(void *)text, strlen(text) + 1};
+	struct fi_op_msg send = {.ep = c->ep,
+	                         .msg = {.msg_iov = &iov, .iov_count = 1, .addr = peer}};
+	struct fi_deferred_work w = {.threshold = 1, .op_type = FI_OP_SEND};
+
+	CHECK_INT(fi_cntr_open(c->domain, &ca, &go, NULL), 0);
+	CHECK_INT(fi_cntr_open(c->domain, &ca, &done, NULL), 0);
+	if (!go || !done)
+		return;
+	w.triggering_cntr = go;
+	w.completion_cntr = done;
+	w.op.msg = &send;
+	CHECK_INT(fi_control(&c->domain->fid, FI_QUEUE_WORK, &w), 0);
+	CHECK_INT(fi_cntr_add(go, 1), 0);
+	CHECK_INT(fi_cntr_wait(done, 1, TMO), 0);
+	CHECK_INT(fi_cntr_readerr(done), 0);
+	CHECK_INT(fi_close(&go->fid), 0);
+	CHECK_INT(fi_close(&done->fid), 0);
+}
+
 static int body(int rank, int nprocs, void *arg)
 {
 	struct ctx c = {0};
@@ -204,7 +231,8 @@ static int body(int rank, int nprocs, void *arg)
 		uint64_t addr, key;
 	} me, them;
 	fi_addr_t peer = FI_ADDR_NOTAVAIL, self = FI_ADDR_NOTAVAIL;
-	const char *hello = "hello, rank 1", *back = "the chain's send", *wrote = "the chain's write";
+	const char *hello = "hello, rank 1", *back = "the chain's send", *wrote = "the chain's write",
+	           *later = "deferred, to rank 1";
 
 	(void)nprocs, (void)arg;
 	if (open_ep(&c, name, sizeof(name), mem, sizeof(mem))) {
@@ -240,6 +268,7 @@ static int body(int rank, int nprocs, void *arg)
 			;
 		CHECK_INT(fi_cntr_read(c.wcntr), 1);
 		CHECK_STR(mem, wrote);
+		deferred_to_peer(&c, peer, later);
 	} else {
 		struct fi_triggered_context tsend = at(c.rcntr, 1), twrite = at(c.scntr, 1);
 		struct iovec iov = {reply, strlen(back) + 1};
@@ -274,6 +303,17 @@ static int body(int rank, int nprocs, void *arg)
 		CHECK_INT(fi_cntr_read(c.scntr), 1); /* the send; writes count apart */
 		CHECK_INT(fi_cntr_read(c.rcntr), 1);
 		CHECK_STR(inbox, hello);
+		/* Rank 0's deferred send, once its chain is done. */
+		OKR(fi_recv(c.ep, inbox, sizeof(inbox), NULL, FI_ADDR_UNSPEC, inbox));
+		for (;;) {
+			struct fi_cq_tagged_entry e;
+			int r = (int)et_read(c.cq, &e, NULL, NULL, NULL, TMO);
+
+			CHECK_INT(r, 1);
+			if (r != 1 || e.op_context == inbox)
+				break;
+		}
+		CHECK_STR(inbox, later);
 	}
 	CHECK_INT(et_barrier(), 0);
 	close_all(&c);
