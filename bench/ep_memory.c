@@ -36,13 +36,11 @@ int main(int argc, char **argv)
 {
 	const char *prov = argc > 1 ? argv[1] : "tcp";
 	int n = argc > 2 ? atoi(argv[2]) : 1000;
-	struct fi_info *h = fi_allocinfo(), *info;
-	struct fid_fabric *fab;
+	struct fi_info *info;
 	struct fid_domain *dom;
 	struct fid_av *av;
 	struct fid_cq *cq, *rcq;
 	struct fid_ep **ep = calloc((size_t)n, sizeof(*ep)), *rx;
-	struct fi_av_attr aa = {.type = FI_AV_TABLE};
 	struct fi_cq_attr ca = {.format = FI_CQ_FORMAT_CONTEXT, .size = (size_t)n + 64};
 	char name[256], msg[64] = "one", *in = malloc((size_t)n * 64);
 	size_t len = sizeof(name);
@@ -52,13 +50,7 @@ int main(int argc, char **argv)
 
 	/* A few descriptors per endpoint (tcp: a listener, connections). */
 	bench_nofile((rlim_t)n * 4 + 64);
-	h->fabric_attr->prov_name = strdup(prov);
-	h->ep_attr->type = FI_EP_RDM;
-	h->caps = FI_MSG;
-	TRY(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info));
-	TRY(fi_fabric(info->fabric_attr, &fab, NULL));
-	TRY(fi_domain(fab, info, &dom, NULL));
-	TRY(fi_av_open(dom, &aa, &av, NULL));
+	TRY(bench_rdm_domain(prov, &info, &dom, &av));
 	TRY(fi_cq_open(dom, &ca, &cq, NULL));
 	TRY(fi_cq_open(dom, &ca, &rcq, NULL));
 	TRY(fi_endpoint(dom, info, &rx, NULL));

@@ -101,22 +101,6 @@ static void pin(int cpu)
 	sched_setaffinity(0, sizeof(set), &set);
 }
 
-static int open_domain(const char *prov)
-{
-	struct fi_info *h = fi_allocinfo();
-	struct fid_fabric *fab;
-	struct fi_av_attr aa = {.type = FI_AV_TABLE};
-
-	h->fabric_attr->prov_name = strdup(prov);
-	h->ep_attr->type = FI_EP_RDM;
-	h->caps = FI_MSG;
-	TRY(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info));
-	TRY(fi_fabric(info->fabric_attr, &fab, NULL));
-	TRY(fi_domain(fab, info, &dom, NULL));
-	TRY(fi_av_open(dom, &aa, &av, NULL));
-	return 0;
-}
-
 /* B, in the child: its name up the pipe, A's down the other, then
  * iters * reps answers. */
 static int responder(const char *prov, int up, int down, long total)
@@ -127,7 +111,7 @@ static int responder(const char *prov, int up, int down, long total)
 	struct side a, b;
 
 	pin(1);
-	TRY(open_domain(prov));
+	TRY(bench_rdm_domain(prov, &info, &dom, &av));
 	TRY(side_open(&b));
 	TRY(fi_getname(&b.ep->fid, name, &len));
 	if (write(up, &len, sizeof(len)) != sizeof(len) || write(up, name, len) != (ssize_t)len ||
@@ -178,7 +162,7 @@ int main(int argc, char **argv)
 	ns = calloc((size_t)reps, sizeof(*ns));
 	/* A few descriptors per endpoint (a socket, timers, an epoll set). */
 	bench_nofile((rlim_t)n * 6 + 64);
-	if (open_domain(prov) || side_open(&a))
+	if (bench_rdm_domain(prov, &info, &dom, &av) || side_open(&a))
 		goto fail;
 	for (int i = 0; i < n; i++) {
 		if (side_open(&peers[i]) ||

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <sys/resource.h>
 
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
 #include <rdma/fi_errno.h>
 
 #define BENCH_TRY(prog, text, call)                                                      \
@@ -21,6 +23,32 @@
 			return 1;                                                        \
 		}                                                                        \
 	} while (0)
+
+/* Provider prov's first FI_MSG RDM info, a fabric and domain for it and
+ * a table AV: 0, or the failed call's value (a negative fi_errno). */
+static inline int bench_rdm_domain(const char *prov, struct fi_info **info,
+                                   struct fid_domain **dom, struct fid_av **av)
+{
+	struct fi_info *h = fi_allocinfo();
+	struct fi_av_attr aa = {.type = FI_AV_TABLE};
+	struct fid_fabric *fab;
+	int ret;
+
+	if (!h)
+		return -FI_ENOMEM;
+	h->fabric_attr->prov_name = strdup(prov);
+	h->ep_attr->type = FI_EP_RDM;
+	h->caps = FI_MSG;
+	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, info);
+	fi_freeinfo(h);
+	if (!ret)
+		ret = fi_fabric((*info)->fabric_attr, &fab, NULL);
+	if (!ret)
+		ret = fi_domain(fab, *info, dom, NULL);
+	if (!ret)
+		ret = fi_av_open(*dom, &aa, av, NULL);
+	return ret;
+}
 
 /* At least want open descriptors if the hard limit allows (else as many
  * as it does). */
