@@ -143,6 +143,8 @@ struct udp_link {
 	/* The peers with packets unacknowledged or unsent: what each poll's
 	 * timers look at, however many peers are idle. */
 	struct lm_list busy;
+	/* Acknowledgements held for the application's next call (keeper.c). */
+	struct udp_kept kept;
 	bool unsent;       /* some peer has a slot waiting for socket room */
 	bool errs;         /* the socket has errors queued */
 	bool armed, rto_set, wake_set;
@@ -955,6 +957,44 @@ static void acks_flush(struct udp_link *l)
 	}
 }
 
+/* A poll that handed packets up leaves their acknowledgements for the
+ * next call, when the application's answer usually carries them, and the
+ * keeper sends them if that call does not come (keeper.c): true when
+ * held.  Probes are answered at once, and more peers than a hold covers
+ * acknowledged at once too. */
+static bool acks_hold(struct udp_link *l, uint64_t now)
+{
+	struct udp_kept *k = &l->kept;
+	struct lm_list *it;
+	unsigned n = 0;
+
+	lm_list_foreach(&l->owed, it)
+	{
+		struct lm_link_peer *p = lm_container_of(it, struct lm_link_peer, owed_node);
+		unsigned owed = p->owed;
+
+		if (p->answer_owed || n == UDP_KEPT_MAX)
+			return false;
+		if (!owed || p->dead)
+			continue;
+		k->ack[n].to = p->addr;
+		wire_head(l, p, &k->ack[n].w, UDP_T_ACK);
+		p->owed = owed; /* still ours to send, unless a packet carries it */
+		wire_seal((uint8_t *)&k->ack[n].w, sizeof(k->ack[n].w));
+		n++;
+	}
+	k->n = n;
+	k->sock = l->sock;
+	return n && udp_kept_hold(k, now);
+}
+
+/* The start of a call that may send: a hold is the caller's again. */
+static void acks_unhold(struct udp_link *l)
+{
+	if (atomic_load_explicit(&l->kept.state, memory_order_relaxed) != UDP_KEPT_NONE)
+		udp_kept_release(&l->kept);
+}
+
 static int udp_link_poll(struct lm_link *link, int budget)
 {
 	struct udp_link *l = lm_container_of(link, struct udp_link, link);
@@ -962,6 +1002,9 @@ static int udp_link_poll(struct lm_link *link, int budget)
 	uint64_t now = 0;
 	int got, n = 0;
 
+	acks_unhold(l);
+	if (!lm_list_empty(&l->owed))
+		acks_flush(l);
 	if (l->errs)
 		errs_read(l);
 	for (int i = 0; i < want; i++)
@@ -992,7 +1035,7 @@ static int udp_link_poll(struct lm_link *link, int budget)
 		l->unsent = false;
 		timers_run(l, now);
 	}
-	if (!lm_list_empty(&l->owed))
+	if (!lm_list_empty(&l->owed) && !(n > 0 && acks_hold(l, now)))
 		acks_flush(l);
 	return n;
 }
@@ -1037,6 +1080,7 @@ static void udp_link_arm(struct lm_link *link)
 	 * is in flight now. */
 	timers_off(l);
 	l->armed = true;
+	acks_unhold(l);
 	acks_flush(l);
 	errs_read(l); /* a queued error keeps the socket readable */
 	if (lm_list_empty(&l->busy))
@@ -1198,6 +1242,7 @@ static void link_free(struct udp_link *l)
 	int fds[] = {l->sock, l->epfd, l->rto_fd, l->wake_fd};
 	struct lm_list *it;
 
+	udp_kept_leave(&l->kept);
 	while ((it = lm_list_pop_front(&l->peers_all))) {
 		struct lm_link_peer *p = lm_container_of(it, struct lm_link_peer, node);
 
@@ -1334,10 +1379,11 @@ static void udp_link_close(struct lm_link *link)
 	farewell(l);
 	LM_INFO(udp_log_prov, FI_LOG_EP_DATA,
 	        "closing: %llu datagrams sent, %llu of them again (%llu timeouts); "
-	        "%llu duplicates and %llu out of order received\n",
+	        "%llu duplicates and %llu out of order received; %llu held "
+	        "acknowledgements sent by the keeper\n",
 	        (unsigned long long)l->n_sent, (unsigned long long)l->n_resent,
 	        (unsigned long long)l->n_timeouts, (unsigned long long)l->n_dup,
-	        (unsigned long long)l->n_ooo);
+	        (unsigned long long)l->n_ooo, (unsigned long long)l->kept.fired);
 	link_free(l);
 }
 

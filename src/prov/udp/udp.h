@@ -53,6 +53,35 @@ extern const struct fi_provider *udp_log_prov;
 
 struct fi_provider *udp_prov_init(void);
 
+/* Acknowledgements a link holds for the application's next call, ready
+ * to go (keeper.c).  The link writes ack[] and n while state is NONE. */
+#define UDP_KEPT_MAX 4 /* peers a poll's hold covers; more go at once */
+enum { UDP_KEPT_NONE, UDP_KEPT_HELD, UDP_KEPT_SENDING };
+struct udp_kept {
+	struct lm_list node; /* the keeper's, once joined */
+	bool joined;
+	int sock;
+	_Atomic int state;
+	uint64_t due_us;
+	uint64_t fired; /* holds the keeper sent (the link's statistics) */
+	unsigned n;
+	struct {
+		union lm_inet_addr to;
+		struct udp_wire w;
+	} ack[UDP_KEPT_MAX];
+};
+
+/* Hold k's datagrams (written) until the link's next call, or
+ * UDP_KEEP_US from now, when the keeper sends them: false when there is
+ * no keeper (send them now). */
+bool udp_kept_hold(struct udp_kept *k, uint64_t now);
+/* Take a hold back: true when it was still held (its acknowledgements
+ * are the link's to send or find carried), false when nothing was or the
+ * keeper sent it. */
+bool udp_kept_release(struct udp_kept *k);
+/* A closing link: released, and out of the keeper's sight. */
+void udp_kept_leave(struct udp_kept *k);
+
 /* The datagram check (link.c), apart so the fuzz target can call it: 0
  * when the len bytes at buf are a datagram a link whose engine header is
  * hdr_size bytes and whose payloads are at most max_payload bytes takes,
