@@ -10,9 +10,10 @@
  * acknowledgements, ready to send (udp_kept), and the next call sends
  * them or finds them carried.  An application that reads its messages
  * and then waits by other means must still have answered its senders:
- * the keeper thread sends what stayed held past UDP_KEEP_US.
+ * the keeper thread sends what stayed held past UDP_KEEP_US.  Only small
+ * packets' acknowledgements are held (link.c, UDP_HOLD_BYTES).
  *
- * The thread wakes every UDP_KEEP_US while links hold acknowledgements
+ * The thread wakes every UDP_KEEP_LOOK_US while links hold acknowledgements
  * now and then, and sleeps in the kernel once none did for
  * UDP_KEEP_IDLE_MS; the hold that finds it asleep wakes it.  It ends with
  * the last link (joined before the close returns): a process that closed
@@ -30,11 +31,14 @@
 #include "udp.h"
 
 /* How long a held acknowledgement waits for the application's next call:
- * well below the shortest retransmission timeout (10 ms), long against a
- * reply's turnaround.  The thread looks this often while links hold: each
- * look preempts a busy-polling process on a shared core (every 250 us
- * cost a ping-pong 0.6 us a message; every 2 ms nothing measurable). */
+ * long against a reply's turnaround. */
 #define UDP_KEEP_US 2000
+/* How often the thread looks while links hold: a held acknowledgement
+ * goes out within UDP_KEEP_US + this, below the shortest retransmission
+ * timeout (10 ms).  Each look preempts a busy-polling process on a shared
+ * core: looking every 250 us cost a 64 B ping-pong 0.6 us a message, every
+ * 2 ms a 1 MiB ping-pong 1.02-1.05x its time. */
+#define UDP_KEEP_LOOK_US 6000
 /* Without holds for this long the thread sleeps until the next one. */
 #define UDP_KEEP_IDLE_MS 20
 
@@ -95,7 +99,7 @@ static void *keeper_run(void *arg)
 			kept_fire(lm_container_of(it, struct udp_kept, node), lm_now_us());
 		}
 		pthread_mutex_unlock(&keeper.lock);
-		ts = (struct timespec){.tv_nsec = UDP_KEEP_US * 1000};
+		ts = (struct timespec){.tv_nsec = UDP_KEEP_LOOK_US * 1000};
 		nanosleep(&ts, NULL);
 		pthread_mutex_lock(&keeper.lock);
 	}
