@@ -176,7 +176,7 @@ bool udp_kept_release(struct udp_kept *k)
 void udp_kept_leave(struct udp_kept *k)
 {
 	bool last = false;
-	pthread_t t;
+	pthread_t t = pthread_self(); /* set below when last */
 
 	udp_kept_release(k);
 	if (!k->joined)
