@@ -967,8 +967,7 @@ static void acks_flush(struct udp_link *l)
  * the keeper sends them if that call does not come (keeper.c): true when
  * held.  Probes are answered at once, and more peers than a hold covers
  * acknowledged at once too; so are large payloads, whose sender streams
- * more behind them and waits on our word to open its window (held, a
- * 1 MiB ping-pong took 1.035x as long). */
+ * more behind them and waits on our word to open its window. */
 static bool acks_hold(struct udp_link *l, uint64_t now)
 {
 	struct udp_kept *k = &l->kept;
