@@ -213,9 +213,12 @@ static void duo_met(void *arg, const void *addr, const void *offer, size_t len,
 	                     memcmp(p->local.addr, o.addr, l->local_alen)))
 		local_drop(l, p); /* a restarted peer, or one that stopped offering */
 	if (!offer_usable(l, &o, len)) {
+		/* Told once: both sides of a link that meets in both
+		 * directions at once (udp's) hear of each other twice. */
+		if (p->route != ROUTE_NET)
+			route_told(l, p, len ? " (another host, user or network namespace)"
+			                     : " (no offer)");
 		p->route = ROUTE_NET;
-		route_told(l, p, len ? " (another host, user or network namespace)"
-		                     : " (no offer)");
 		return;
 	}
 	if (!p->has_local) {
@@ -230,10 +233,14 @@ static void duo_met(void *arg, const void *addr, const void *offer, size_t len,
 		route_told(l, p, " (its region cannot be opened from here)");
 		return;
 	}
-	/* It answered our offer, so it has it; or it has to read ours. */
-	p->route = stage == LM_MET_ANSWER ? ROUTE_LOCAL : ROUTE_WAIT;
-	if (p->route == ROUTE_LOCAL)
+	/* It answered our offer, so it has it; or it has to read ours.  (Its
+	 * first packet through shared memory may have told us before.) */
+	if (stage == LM_MET_ANSWER && p->route != ROUTE_LOCAL) {
+		p->route = ROUTE_LOCAL;
 		route_told(l, p, "");
+	} else if (stage != LM_MET_ANSWER) {
+		p->route = ROUTE_WAIT;
+	}
 }
 
 /* ---- packets in ----------------------------------------------------------- */

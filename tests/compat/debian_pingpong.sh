@@ -4,9 +4,10 @@
 # (-S all), for message and tagged (-m tagged) transfers; for shm once more
 # with cross-memory attach disabled (FI_SHM_DISABLE_CMA=1, the bounce-buffer
 # fallback).  LD_DEBUG=libs proves both processes ran loom's library.  On
-# tcp's RDM endpoints the client, which builds the server's address from
-# host and port, must say in its log (FI_LOG_LEVEL=info) that it reaches
-# the server through shared memory, or never with FI_TCP_ENABLE_SHM=0.
+# tcp's and udp's RDM endpoints the client, which builds the server's
+# address from host and port, must say in its log (FI_LOG_LEVEL=info) that
+# it reaches the server through shared memory, or never with
+# FI_TCP_ENABLE_SHM=0 (FI_UDP_ENABLE_SHM=0).
 #
 # Usage: debian_pingpong.sh <dir containing loom's libfabric.so.1>
 #        [<provider> [<endpoint type>]]   (default: shm rdm)
@@ -97,9 +98,9 @@ run() {
 		fail=1
 	fi
 	if [ -n "$route_env" ]; then
-		if [ "${FI_TCP_ENABLE_SHM:-1}" = 0 ]; then
+		if [ "${!shm_var:-1}" = 0 ]; then
 			if grep -q 'route_told.*: shared memory$' "$tmp/$tag/cli.out"; then
-				echo "FAIL: $tag: shared memory with FI_TCP_ENABLE_SHM=0" >&2
+				echo "FAIL: $tag: shared memory with $shm_var=0" >&2
 				fail=1
 			fi
 		elif ! grep -q 'route_told.*: shared memory$' "$tmp/$tag/cli.out" ||
@@ -113,7 +114,8 @@ run() {
 }
 
 route_env=
-[ "$prov" = tcp ] && [ "$ep" = rdm ] && route_env=FI_LOG_LEVEL=info
+shm_var=FI_${prov^^}_ENABLE_SHM
+case $prov-$ep in tcp-rdm | udp-rdm) route_env=FI_LOG_LEVEL=info ;; esac
 # The largest size fi_pingpong's -S all runs: 6m, or for datagrams the
 # largest of its sizes that fits one (loopback's: 64k does not).
 largest=6m

@@ -3,8 +3,8 @@
 # provider over loopback: two-sided messages through the cm PML and the
 # ofi MTL (2 and 4 ranks), matching (wildcards, probes, matched probes,
 # a synchronous send, a cancelled receive; 4 ranks, through shared memory
-# as loom's tcp reaches same-host peers, and over TCP alone with
-# FI_TCP_ENABLE_SHM=0), everyone sending to
+# as loom's tcp and udp reach same-host peers, and over the network
+# alone with FI_TCP_ENABLE_SHM=0 or FI_UDP_ENABLE_SHM=0), everyone sending to
 # everyone with random sizes (8 ranks), and one-sided Put/Accumulate/Get
 # through the rdma OSC on the ofi BTL (2 and 3 ranks; and from 4 threads a
 # rank, through a scalable endpoint).  Each MPI process checks in its
@@ -18,8 +18,8 @@
 # host's over TCP, and loom's log must say so for every pair.  Needs root.
 #
 # With MPI_PROV=udp: the same programs on loom's udp provider (its RDM
-# endpoints; no shared-memory path, so no route checks), on one host and
-# on two.
+# endpoints), on one host and on two.  The runs without a route check
+# take the provider's parameter from the environment.
 #
 # Usage: mpi.sh <dir containing loom's libfabric.so.1> [two_hosts]
 # Environment: MPI_TIMEOUT (seconds per run, default 120), MPI_PROV (tcp or
@@ -42,6 +42,7 @@ tcp | udp) ;;
 	exit 2
 	;;
 esac
+shm_var=FI_${prov^^}_ENABLE_SHM
 for p in mpicc mpirun; do
 	if ! command -v $p >/dev/null; then
 		echo "SKIP: $p not found (install openmpi-bin libopenmpi-dev)" >&2
@@ -122,17 +123,11 @@ if [ "$mode" = two_hosts ]; then
 	unset OMPI_MCA_oob_tcp_if_include OMPI_MCA_btl_tcp_if_include
 	common+=(--hostfile "$tmp/hosts" --mca plm_rsh_agent "$tmp/agent"
 		--mca oob_tcp_if_include 10.79.0.0/24)
-	if [ "$prov" = udp ]; then
-		run "all to all, 2+2 ranks on two hosts" "exchange: 4 ranks, 0 errors" 4 \
-			"${two_sided[@]}" "$tmp/exchange"
-		run "matching, 2+2 ranks on two hosts" "match: 4 ranks, 0 errors" 4 "${two_sided[@]}" "$tmp/match"
-		run "one-sided, 2+2 ranks on two hosts" "rma: 4 ranks, 0 errors" 4 "${one_sided[@]}" "$tmp/rma"
-		exit $fail
-	fi
 	# Every pair of the four: the same host's through shared memory (two
-	# pairs, both ways), the other host's over TCP (four pairs).
+	# pairs, both ways), the other host's over the network (four pairs).
+	export "$shm_var=1"
 	FI_LOG_LEVEL=info run "all to all, 2+2 ranks on two hosts" "exchange: 4 ranks, 0 errors" 4 \
-		"${two_sided[@]}" -x FI_LOG_LEVEL "$tmp/exchange"
+		"${two_sided[@]}" -x FI_LOG_LEVEL -x "$shm_var" "$tmp/exchange"
 	local_n=$(grep -c 'route_told.*: shared memory$' "$tmp/out" || true)
 	net_n=$(grep -c 'route_told.*: network (another host, user or network namespace)$' \
 		"$tmp/out" || true)
@@ -150,27 +145,31 @@ fi
 
 run "two-sided, 2 ranks" "ring: 2 ranks, 0 errors" 2 "${two_sided[@]}" "$tmp/ring"
 run "two-sided, 4 ranks" "ring: 4 ranks, 0 errors" 4 "${two_sided[@]}" "$tmp/ring"
-if [ "$prov" = udp ]; then
-	run "matching, 4 ranks" "match: 4 ranks, 0 errors" 4 "${two_sided[@]}" "$tmp/match"
-else
-	# The ranks share this host: loom's tcp reaches them through shared
-	# memory (FI_TCP_ENABLE_SHM, on by default), and its log says so; with
-	# the parameter off, the same program runs over TCP alone.
-	FI_LOG_LEVEL=info run "matching, 4 ranks" "match: 4 ranks, 0 errors" 4 \
-		"${two_sided[@]}" -x FI_LOG_LEVEL "$tmp/match"
-	if ! grep -q ': shared memory$' "$tmp/out" ||
-		grep -q 'ep_ctrl:route_told.*: network' "$tmp/out"; then
-		echo "FAIL: the ranks on this host did not all reach each other through shared memory"
-		grep 'route_told' "$tmp/out" | head -5
-		fail=1
-	fi
-	FI_LOG_LEVEL=info FI_TCP_ENABLE_SHM=0 run "matching, 4 ranks, FI_TCP_ENABLE_SHM=0" \
-		"match: 4 ranks, 0 errors" 4 "${two_sided[@]}" -x FI_LOG_LEVEL -x FI_TCP_ENABLE_SHM \
-		"$tmp/match"
-	if grep -q ': shared memory$' "$tmp/out"; then
-		echo "FAIL: shared memory carried messages with FI_TCP_ENABLE_SHM=0"
-		fail=1
-	fi
+# The ranks share this host: loom reaches them through shared memory
+# ($shm_var, on by default), and its log says so; with the parameter
+# off, the same program runs over the network alone.  (Subshells: the
+# settings hold for one run.)
+(
+	export FI_LOG_LEVEL=info "$shm_var=1"
+	run "matching, 4 ranks, $shm_var=1" "match: 4 ranks, 0 errors" 4 "${two_sided[@]}" \
+		-x FI_LOG_LEVEL -x "$shm_var" "$tmp/match"
+	exit $fail
+) || fail=1
+if ! grep -q ': shared memory$' "$tmp/out" ||
+	grep -q 'ep_ctrl:route_told.*: network' "$tmp/out"; then
+	echo "FAIL: the ranks on this host did not all reach each other through shared memory"
+	grep 'route_told' "$tmp/out" | head -5
+	fail=1
+fi
+(
+	export FI_LOG_LEVEL=info "$shm_var=0"
+	run "matching, 4 ranks, $shm_var=0" "match: 4 ranks, 0 errors" 4 "${two_sided[@]}" \
+		-x FI_LOG_LEVEL -x "$shm_var" "$tmp/match"
+	exit $fail
+) || fail=1
+if grep -q ': shared memory$' "$tmp/out"; then
+	echo "FAIL: shared memory carried messages with $shm_var=0"
+	fail=1
 fi
 run "all to all, 8 ranks" "exchange: 8 ranks, 0 errors" 8 "${two_sided[@]}" "$tmp/exchange"
 run "one-sided, 2 ranks" "rma: 2 ranks, 0 errors" 2 "${one_sided[@]}" "$tmp/rma"

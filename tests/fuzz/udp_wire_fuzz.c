@@ -255,8 +255,16 @@ static void built(struct fz_reader *r, int k)
 	uint8_t mode = fz_u8(r);
 	size_t plen = 0, len;
 
-	w.type = mode % 8 == 7 ? fz_u8(r) : mode & 1 ? UDP_T_DATA : UDP_T_ACK;
-	w.flags = mode & 0x10 ? fz_u16(r) : w.type == UDP_T_ACK ? fz_below(r, 4) : 0;
+	static const uint16_t steps[] = {UDP_F_HELLO, UDP_F_REPLY, UDP_F_CONFIRM};
+
+	w.type = mode % 8 == 7   ? fz_u8(r)
+	         : mode % 8 == 6 ? UDP_T_MEET
+	         : mode & 1      ? UDP_T_DATA
+	                         : UDP_T_ACK;
+	w.flags = mode & 0x10           ? fz_u16(r)
+	          : w.type == UDP_T_ACK  ? fz_below(r, 4)
+	          : w.type == UDP_T_MEET ? steps[fz_below(r, 3)]
+	                                 : 0;
 	/* Now and then an earlier incarnation's (a later one is a restart,
 	 * record kind 7: anything larger would end the input's stream). */
 	w.src_inc = mode & 0x20 ? h->inc - 1 - fz_below(r, 3) : h->inc;
@@ -274,7 +282,7 @@ static void built(struct fz_reader *r, int k)
 	w.ack_epoch = fz_below(r, 4) ? 1 : fz_u32(r);
 	w.ack = fz_size(r);
 	w.sack = fz_flags(r, 0);
-	if (w.type == UDP_T_DATA) {
+	if (w.type == UDP_T_DATA || w.type == UDP_T_MEET) {
 		switch (fz_below(r, 8)) {
 		case 0:
 			w.seq = h->next + fz_below(r, 80); /* ahead, maybe past the window */
@@ -288,6 +296,16 @@ static void built(struct fz_reader *r, int k)
 		default:
 			w.seq = h->next++;
 		}
+	}
+	if (w.type == UDP_T_MEET) {
+		/* A handshake step: an offer of any bytes (a link of two
+		 * checks it), mostly of a length that passes. */
+		plen = fz_below(r, 8) ? fz_below(r, UDP_MEET_MAX + 1) : fz_below(r, 4096);
+		w.len = (uint32_t)plen;
+		for (size_t i = 0; i < plen; i++)
+			buf[sizeof(w) + i] = fz_more(r) ? fz_u8(r) : (uint8_t)i;
+		len = sizeof(w) + plen;
+	} else if (w.type == UDP_T_DATA) {
 		eh.op = (uint8_t)(fz_below(r, 8) ? 1 + fz_below(r, LM_OP_MAX) : fz_u8(r));
 		if (fz_below(r, 8) == 0)
 			eh.version = fz_u8(r);

@@ -64,7 +64,11 @@ static const struct test_prov test_provs[] = {
 	 .answers = true,
 	 .shm_param = "FI_TCP_ENABLE_SHM",
 	 TEST_EDGES(test_tcp_edges)},
-	{.name = "udp", .types = {FI_EP_RDM}, .answers = true, TEST_EDGES(test_udp_edges)},
+	{.name = "udp",
+	 .types = {FI_EP_RDM},
+	 .answers = true,
+	 .shm_param = "FI_UDP_ENABLE_SHM",
+	 TEST_EDGES(test_udp_edges)},
 };
 
 #define TEST_NPROVS (sizeof(test_provs) / sizeof(test_provs[0]))

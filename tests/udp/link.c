@@ -8,7 +8,9 @@
  * same address (a new incarnation) is reported lost and reached afresh,
  * a stray for the old incarnation is answered, a datagram of another
  * version or with a bad check is dropped, and udp_wire_check refuses
- * malformed bytes. */
+ * malformed bytes.  Last the meeting a link of two asks for (MEET):
+ * offers carried both ways through loss, one side or both asking, a side
+ * that offers nothing, and a peer met afresh after a reset. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
@@ -32,12 +34,21 @@ static struct udp_params params = {.peer_timeout_ms = 20000, .sockbuf = 8 << 20}
 
 /* ---- ends ------------------------------------------------------------------ */
 
+/* What met told an end: per stage, how often, and the last offer. */
+struct met_log {
+	unsigned n[LM_MET_CONFIRM + 1];
+	char offer[UDP_MEET_MAX + 1];
+	size_t len;
+};
+
 struct end {
 	const char *name;
 	struct lm_link *link;
 	struct sockaddr_in addr;
 	struct lm_link_peer *peer;
 	uint64_t next, got, bad, lost;
+	const char *offer; /* NULL: none, no met */
+	struct met_log met;
 };
 
 static size_t len_of(const struct end *e, uint64_t i)
@@ -79,7 +90,29 @@ static void on_lost(void *arg, const void *src)
 	((struct end *)arg)->lost++;
 }
 
-static int end_open(struct end *e, const char *name, const struct sockaddr_in *at)
+static void on_met(void *arg, const void *src, const void *offer, size_t len,
+                   enum lm_link_met stage)
+{
+	struct met_log *m = arg;
+
+	(void)src;
+	CHECK(stage >= LM_MET_HELLO && stage <= LM_MET_CONFIRM);
+	CHECK(len <= UDP_MEET_MAX);
+	if (stage < LM_MET_HELLO || stage > LM_MET_CONFIRM || len > UDP_MEET_MAX)
+		return;
+	m->n[stage]++;
+	if (stage == LM_MET_CONFIRM)
+		return;
+	memset(m->offer, 0, sizeof(m->offer));
+	if (len)
+		memcpy(m->offer, offer, len);
+	m->len = len;
+}
+
+/* An end at `at` (or any loopback port) offering `offer` in its meetings
+ * (NULL: none, as a link under no link of two). */
+static int end_open_offer(struct end *e, const char *name, const struct sockaddr_in *at,
+                          const char *offer)
 {
 	struct sockaddr_in lo = {.sin_family = AF_INET,
 	                         .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -89,6 +122,13 @@ static int end_open(struct end *e, const char *name, const struct sockaddr_in *a
 
 	memset(e, 0, sizeof(*e));
 	e->name = name;
+	e->offer = offer;
+	if (offer) {
+		attr.offer = offer;
+		attr.offer_len = strlen(offer);
+		attr.met = on_met;
+		attr.met_arg = &e->met;
+	}
 	ret = udp_link_ops.open(&params, &attr, at ? at : &lo, &e->link);
 	if (ret) {
 		fprintf(stderr, "%s: open: %d\n", name, ret);
@@ -96,6 +136,11 @@ static int end_open(struct end *e, const char *name, const struct sockaddr_in *a
 	}
 	memcpy(&e->addr, e->link->addr, sizeof(e->addr));
 	return 0;
+}
+
+static int end_open(struct end *e, const char *name, const struct sockaddr_in *at)
+{
+	return end_open_offer(e, name, at, NULL);
 }
 
 static void end_close(struct end *e)
@@ -461,7 +506,152 @@ static void wire_checks(void)
 	v.type = UDP_T_ACK;
 	SEAL(v); /* an ACK carries nothing */
 	CHECK(udp_wire_check(buf, full, HDR, 1000) < 0);
+	/* MEET: no engine header, an offer of at most UDP_MEET_MAX bytes,
+	 * one step. */
+	v = w;
+	v.type = UDP_T_MEET;
+	v.flags = UDP_F_HELLO;
+	v.hdr_len = 0;
+	v.len = HDR + 16;
+	SEAL(v);
+	CHECK_INT(udp_wire_check(buf, full, HDR, 1000), 0);
+	v.flags = UDP_F_REPLY;
+	SEAL(v);
+	CHECK_INT(udp_wire_check(buf, full, HDR, 1000), 0);
+	v.flags = UDP_F_CONFIRM; /* carries no offer */
+	SEAL(v);
+	CHECK(udp_wire_check(buf, full, HDR, 1000) < 0);
+	v.flags = UDP_F_HELLO | UDP_F_REPLY;
+	SEAL(v);
+	CHECK(udp_wire_check(buf, full, HDR, 1000) < 0);
+	v.flags = 0;
+	SEAL(v);
+	CHECK(udp_wire_check(buf, full, HDR, 1000) < 0);
+	v.flags = UDP_F_HELLO;
+	v.hdr_len = HDR;
+	v.len = 16;
+	SEAL(v); /* an engine header on a MEET */
+	CHECK(udp_wire_check(buf, full, HDR, 1000) < 0);
+	v = w;
+	v.flags = UDP_F_HELLO;
+	SEAL(v); /* a step on DATA */
+	CHECK(udp_wire_check(buf, full, HDR, 1000) < 0);
+	{
+		unsigned char big[sizeof(struct udp_wire) + UDP_MEET_MAX + 1] = {0};
+
+		v = w;
+		v.type = UDP_T_MEET;
+		v.flags = UDP_F_HELLO;
+		v.hdr_len = 0;
+		v.len = UDP_MEET_MAX + 1;
+		v.check = 0;
+		memcpy(big, &v, sizeof(v));
+		v.check = udp_crc32c(0, big, sizeof(big));
+		memcpy(big, &v, sizeof(v));
+		CHECK(udp_wire_check(big, sizeof(big), HDR, 1000) < 0); /* too long an offer */
+	}
 #undef SEAL
+}
+
+/* Poll a, b and the relay until done() or WAIT_MS. */
+#define POLL_UNTIL(a, b, r, cond)                                                        \
+	do {                                                                             \
+		uint64_t end_ = lm_now_ms() + WAIT_MS;                                   \
+		while (!(cond) && lm_now_ms() < end_) {                                  \
+			relay_run(r);                                                    \
+			udp_link_ops.poll((a)->link, 64);                                \
+			udp_link_ops.poll((b)->link, 64);                                \
+			relay_run(r);                                                    \
+		}                                                                        \
+	} while (0)
+
+/* The meeting through a relay that loses a third of the datagrams: a
+ * asks (or both at once), the offers cross, and the asker confirms. */
+static void meet(bool both)
+{
+	static const char oa[] = "offer of a", ob[] = "b's offer, longer";
+	struct end a, b;
+	struct relay r;
+
+	if (end_open_offer(&a, "a", NULL, oa) || end_open_offer(&b, "b", NULL, ob) ||
+	    relay_open(&r, &a, &b, (struct mangle){.drop = 30})) {
+		CHECK(0);
+		return;
+	}
+	CHECK_INT(udp_link_ops.peer_open(a.link, &r.addr[0], &a.peer), 0);
+	CHECK_INT(udp_link_ops.peer_open(b.link, &r.addr[1], &b.peer), 0);
+	CHECK_INT(udp_link_ops.peer_connect(a.link, a.peer), 0);
+	CHECK_INT(udp_link_ops.peer_connect(a.link, a.peer), 0); /* going: no second HELLO */
+	if (both)
+		CHECK_INT(udp_link_ops.peer_connect(b.link, b.peer), 0);
+	POLL_UNTIL(&a, &b, &r,
+	           a.met.n[LM_MET_ANSWER] && b.met.n[LM_MET_CONFIRM] &&
+	               (!both || (b.met.n[LM_MET_ANSWER] && a.met.n[LM_MET_CONFIRM])));
+	/* b heard a's HELLO and a got b's answer, each once, offers intact. */
+	CHECK_INT(b.met.n[LM_MET_HELLO], 1);
+	CHECK_INT(a.met.n[LM_MET_ANSWER], 1);
+	CHECK_INT(b.met.n[LM_MET_CONFIRM], 1);
+	CHECK_INT(a.met.n[LM_MET_HELLO], both ? 1 : 0);
+	CHECK_INT(b.met.n[LM_MET_ANSWER], both ? 1 : 0);
+	CHECK_INT(a.met.n[LM_MET_CONFIRM], both ? 1 : 0);
+	CHECK_INT(a.met.len, strlen(ob));
+	CHECK(!strcmp(a.met.offer, ob));
+	CHECK(!strcmp(b.met.offer, oa));
+	/* Met in this stream: the link says so. */
+	CHECK_INT(udp_link_ops.peer_connect(a.link, a.peer), 1);
+	/* Data after the meeting flows as before, through the same loss. */
+	for (uint64_t i = 0; i < 50; i++)
+		while (send_one(&a, i)) {
+			relay_run(&r);
+			udp_link_ops.poll(a.link, 64);
+			udp_link_ops.poll(b.link, 64);
+		}
+	POLL_UNTIL(&a, &b, &r, b.got == 50);
+	CHECK_INT(b.got, 50);
+	CHECK_INT(b.bad, 0);
+	/* After a reset (the engine let go of the peer) a meets b afresh. */
+	udp_link_ops.peer_reset(a.link, a.peer);
+	CHECK_INT(udp_link_ops.peer_connect(a.link, a.peer), 0);
+	POLL_UNTIL(&a, &b, &r, a.met.n[LM_MET_ANSWER] == 2 && b.met.n[LM_MET_CONFIRM] == 2);
+	CHECK_INT(b.met.n[LM_MET_HELLO], 2);
+	CHECK_INT(a.met.n[LM_MET_ANSWER], 2);
+	CHECK_INT(b.met.n[LM_MET_CONFIRM], 2);
+	CHECK_INT(a.lost + b.lost, 0);
+	relay_close(&r);
+	end_close(&a);
+	end_close(&b);
+}
+
+/* A peer that offers nothing (a link under no link of two) answers with
+ * an empty offer, and is not confirmed. */
+static void meet_plain(void)
+{
+	struct end a, c;
+	uint64_t end;
+
+	if (end_open_offer(&a, "a", NULL, "a offers") || end_open(&c, "c", NULL)) {
+		CHECK(0);
+		return;
+	}
+	CHECK_INT(udp_link_ops.peer_open(a.link, &c.addr, &a.peer), 0);
+	CHECK_INT(udp_link_ops.peer_connect(a.link, a.peer), 0);
+	for (end = lm_now_ms() + WAIT_MS; !a.met.n[LM_MET_ANSWER] && lm_now_ms() < end;) {
+		udp_link_ops.poll(c.link, 64);
+		udp_link_ops.poll(a.link, 64);
+	}
+	CHECK_INT(a.met.n[LM_MET_ANSWER], 1);
+	CHECK_INT(a.met.len, 0);
+	/* c takes a's packets as any (and nothing meets it above). */
+	CHECK_INT(udp_link_ops.peer_open(c.link, &a.addr, &c.peer), 0);
+	CHECK_INT(send_one(&a, 0), 0);
+	for (end = lm_now_ms() + WAIT_MS; !c.got && lm_now_ms() < end;) {
+		udp_link_ops.poll(c.link, 64);
+		udp_link_ops.poll(a.link, 64);
+	}
+	CHECK_INT(c.got, 1);
+	CHECK_INT(c.bad, 0);
+	end_close(&a);
+	end_close(&c);
 }
 
 /* CRC-32C: the standard check value, and a long buffer (the interleaved
@@ -503,5 +693,8 @@ int main(void)
 	through("everything", (struct mangle){.drop = 5, .dup = 5, .reorder = 10, .corrupt = 5});
 	restart();
 	stray();
+	meet(false);
+	meet(true);
+	meet_plain();
 	return check_done();
 }

@@ -5,6 +5,10 @@
  * shrinks with loss (AIMD); a peer that stays silent while data waits for
  * it, or whose port the kernel reports closed, is gone.
  *
+ * Under a link of two (src/rdm/duo.c) the link meets each peer it sends
+ * to first with a handshake in the same stream (MEET packets) that
+ * carries the two sides' offers.
+ *
  * The socket and two timers (retransmission, the engine's wake_after)
  * share one epoll set, the link's fd. */
 #include <errno.h>
@@ -92,6 +96,9 @@ struct udp_held {
 	size_t len;
 };
 
+/* lm_link_peer.meet */
+enum { MEET_NONE, MEET_ASKED, MEET_DONE };
+
 struct lm_link_peer {
 	struct lm_hnode hnode;
 	struct lm_list node;      /* udp_link.peers_all */
@@ -105,6 +112,11 @@ struct lm_link_peer {
 	bool answered;    /* it answered a probe of ours */
 	bool owed_listed;
 	bool busy_listed; /* packets in flight, or one waits for socket room */
+	/* The handshake (MEET) of the current epoch: MEET_NONE, MEET_ASKED
+	 * (our HELLO went), MEET_DONE (a REPLY came, or we replied); and the
+	 * steps a full window kept from going (UDP_F_HELLO ...). */
+	uint8_t meet;
+	uint16_t meet_owed;
 	/* Sending. */
 	uint32_t epoch;      /* ours toward it, from 1 */
 	uint64_t next, una;  /* next seq to give; oldest not acknowledged */
@@ -140,6 +152,12 @@ struct udp_link {
 	lm_link_recv_fn recv;
 	void (*on_lost)(void *arg, const void *src_addr);
 	void *arg;
+	/* What a link of two puts in its handshake, and hears of it. */
+	const void *offer;
+	size_t offer_len;
+	void (*met)(void *arg, const void *src_addr, const void *offer, size_t len,
+	            enum lm_link_met stage);
+	void *met_arg;
 	struct lm_hmap peers;
 	struct lm_list peers_all;
 	struct lm_list owed;
@@ -290,15 +308,21 @@ int udp_wire_check(const void *buf, size_t len, size_t hdr_size, size_t max_payl
 	if (len < sizeof(w))
 		return -FI_EMSGSIZE;
 	memcpy(&w, buf, sizeof(w));
-	if (w.magic != UDP_MAGIC || w.version != UDP_PROTO_VERSION ||
-	    (w.flags & ~(UDP_F_PROBE | UDP_F_ANSWER)) || (w.type != UDP_T_ACK && w.flags))
+	if (w.magic != UDP_MAGIC || w.version != UDP_PROTO_VERSION)
 		return -FI_EPROTO;
 	if (w.type == UDP_T_ACK) {
-		if (w.hdr_len || w.len || len != sizeof(w))
+		if ((w.flags & ~(UDP_F_PROBE | UDP_F_ANSWER)) || w.hdr_len || w.len ||
+		    len != sizeof(w))
 			return -FI_EPROTO;
 	} else if (w.type == UDP_T_DATA) {
-		if (w.hdr_len != hdr_size || w.len > max_payload ||
+		if (w.flags || w.hdr_len != hdr_size || w.len > max_payload ||
 		    len != sizeof(w) + hdr_size + w.len || !w.seq || !w.epoch)
+			return -FI_EPROTO;
+	} else if (w.type == UDP_T_MEET) {
+		if ((w.flags != UDP_F_HELLO && w.flags != UDP_F_REPLY &&
+		     w.flags != UDP_F_CONFIRM) ||
+		    w.hdr_len || w.len > UDP_MEET_MAX || (w.flags == UDP_F_CONFIRM && w.len) ||
+		    len != sizeof(w) + w.len || !w.seq || !w.epoch)
 			return -FI_EPROTO;
 	} else {
 		return -FI_EPROTO;
@@ -431,6 +455,9 @@ static void tx_start(struct lm_link_peer *p)
 	p->due_us = 0;
 	p->first_tx_ms = 0;
 	p->unsent = false;
+	/* A new stream meets the peer afresh (its HELLO went with the old). */
+	p->meet = MEET_NONE;
+	p->meet_owed = 0;
 }
 
 static struct lm_link_peer *peer_get(struct udp_link *l, const union lm_inet_addr *a)
@@ -520,12 +547,15 @@ static ssize_t slot_send(struct udp_link *l, struct lm_link_peer *p, struct udp_
 	return 0;
 }
 
-/* Take one packet into p's window and send it. */
-static ssize_t pkt_take(struct udp_link *l, struct lm_link_peer *p, const void *hdr,
-                        const struct iovec *iov, size_t iov_count, uint64_t now)
+/* Take one packet of type (DATA or MEET, with flags, a header of
+ * hdr_len bytes) into p's window and send it.  A MEET packet is not held
+ * back by the congestion window, only by the window's end. */
+static ssize_t pkt_put(struct udp_link *l, struct lm_link_peer *p, uint8_t type,
+                       uint16_t flags, const void *hdr, size_t hdr_len,
+                       const struct iovec *iov, size_t iov_count, uint64_t now)
 {
 	size_t plen = lm_iov_len(iov, iov_count);
-	size_t len = sizeof(struct udp_wire) + l->hdr_size + plen;
+	size_t len = sizeof(struct udp_wire) + hdr_len + plen;
 	struct udp_slot *s;
 	struct udp_wire *w;
 	uint8_t *at;
@@ -534,7 +564,8 @@ static ssize_t pkt_take(struct udp_link *l, struct lm_link_peer *p, const void *
 		return -FI_EIO;
 	if (plen > l->link.max_payload)
 		return -FI_EINVAL;
-	if (p->next - p->una >= (uint64_t)p->cwnd || p->next - p->una >= UDP_WINDOW)
+	if ((type == UDP_T_DATA && p->next - p->una >= (uint64_t)p->cwnd) ||
+	    p->next - p->una >= UDP_WINDOW)
 		return -FI_EAGAIN;
 	s = &p->tx[p->next % UDP_WINDOW];
 	if (s->cap < len) {
@@ -546,14 +577,16 @@ static ssize_t pkt_take(struct udp_link *l, struct lm_link_peer *p, const void *
 		s->cap = len;
 	}
 	w = (struct udp_wire *)s->buf;
-	wire_head(l, p, w, UDP_T_DATA);
-	w->hdr_len = (uint16_t)l->hdr_size;
+	wire_head(l, p, w, type);
+	w->flags = flags;
+	w->hdr_len = (uint16_t)hdr_len;
 	w->len = (uint32_t)plen;
 	w->epoch = p->epoch;
 	w->seq = p->next++;
 	at = s->buf + sizeof(*w);
-	memcpy(at, hdr, l->hdr_size);
-	at += l->hdr_size;
+	if (hdr_len)
+		memcpy(at, hdr, hdr_len);
+	at += hdr_len;
 	for (size_t i = 0; i < iov_count; i++) {
 		if (iov[i].iov_len) /* its base may be NULL (Open MPI's empty messages) */
 			memcpy(at, iov[i].iov_base, iov[i].iov_len);
@@ -567,6 +600,76 @@ static ssize_t pkt_take(struct udp_link *l, struct lm_link_peer *p, const void *
 	if (!p->due_us)
 		rto_arm(l, p, now);
 	slot_send(l, p, s, now); /* not sent now: the next poll's */
+	return 0;
+}
+
+static ssize_t pkt_take(struct udp_link *l, struct lm_link_peer *p, const void *hdr,
+                        const struct iovec *iov, size_t iov_count, uint64_t now)
+{
+	return pkt_put(l, p, UDP_T_DATA, 0, hdr, l->hdr_size, iov, iov_count, now);
+}
+
+/* ---- the handshake (MEET) ----------------------------------------------------- */
+
+/* Send p the handshake step (UDP_F_HELLO, _REPLY or _CONFIRM), with our
+ * offer but on CONFIRM; a full window keeps it owed until acknowledgements
+ * open it (on_ack). */
+static void meet_send(struct udp_link *l, struct lm_link_peer *p, uint16_t step)
+{
+	struct iovec iov = {(void *)l->offer, step == UDP_F_CONFIRM ? 0 : l->offer_len};
+
+	if (pkt_put(l, p, UDP_T_MEET, step, NULL, 0, &iov, 1, lm_now_us()) == -FI_EAGAIN)
+		p->meet_owed |= step;
+	else
+		p->meet_owed &= (uint16_t)~step;
+}
+
+/* The steps a full window held back, in the order they were due. */
+static void meet_owed_send(struct udp_link *l, struct lm_link_peer *p)
+{
+	static const uint16_t steps[] = {UDP_F_HELLO, UDP_F_REPLY, UDP_F_CONFIRM};
+
+	for (size_t i = 0; i < LM_ARRAY_SIZE(steps) && p->meet_owed; i++)
+		if (p->meet_owed & steps[i]) {
+			meet_send(l, p, steps[i]);
+			if (p->meet_owed & steps[i])
+				return; /* still full */
+		}
+}
+
+/* A handshake step of p's, in its stream's order: tell the link of two
+ * above (met), answer a HELLO, confirm a REPLY that offered when we did. */
+static void meet_take(struct udp_link *l, struct lm_link_peer *p, uint16_t step,
+                      const void *offer, size_t len)
+{
+	enum lm_link_met stage = step == UDP_F_HELLO   ? LM_MET_HELLO
+	                         : step == UDP_F_REPLY ? LM_MET_ANSWER
+	                                               : LM_MET_CONFIRM;
+	if (step != UDP_F_CONFIRM)
+		p->meet = MEET_DONE;
+	if (l->met)
+		l->met(l->met_arg, &p->addr, stage == LM_MET_CONFIRM ? NULL : offer, len, stage);
+	if (step == UDP_F_HELLO)
+		meet_send(l, p, UDP_F_REPLY);
+	else if (step == UDP_F_REPLY && len && l->offer_len)
+		meet_send(l, p, UDP_F_CONFIRM);
+}
+
+/* A link of two asks to meet p before its first packet: 0 while the
+ * handshake goes (met tells its end), 1 when it was made before in this
+ * stream, -FI_EIO for a peer that is gone. */
+static int udp_link_peer_connect(struct lm_link *link, struct lm_link_peer *p)
+{
+	struct udp_link *l = lm_container_of(link, struct udp_link, link);
+
+	if (p->dead)
+		return -FI_EIO;
+	if (p->meet == MEET_DONE)
+		return 1;
+	if (p->meet == MEET_NONE) {
+		p->meet = MEET_ASKED;
+		meet_send(l, p, UDP_F_HELLO);
+	}
 	return 0;
 }
 
@@ -720,6 +823,8 @@ static void on_ack(struct udp_link *l, struct lm_link_peer *p, const struct udp_
 	}
 	if (w->sack && p->una < p->next)
 		fast_retransmit(l, p, now);
+	if (acked && p->meet_owed)
+		meet_owed_send(l, p);
 }
 
 /* ---- receiving ---------------------------------------------------------------- */
@@ -733,12 +838,19 @@ static void owe(struct udp_link *l, struct lm_link_peer *p)
 	}
 }
 
-static void deliver(struct udp_link *l, struct lm_link_peer *p, const uint8_t *buf)
+/* Hand p's next packet in order to the engine, or take its handshake
+ * step: 1 when handed up. */
+static int deliver(struct udp_link *l, struct lm_link_peer *p, const uint8_t *buf)
 {
 	const struct udp_wire *w = (const struct udp_wire *)buf;
 
+	if (w->type == UDP_T_MEET) {
+		meet_take(l, p, w->flags, buf + sizeof(*w), w->len);
+		return 0;
+	}
 	l->up_bytes += w->len;
 	l->recv(l->arg, &p->addr, buf + sizeof(*w), buf + sizeof(*w) + l->hdr_size, w->len);
+	return 1;
 }
 
 /* A DATA packet of p's current epoch.  Returns packets handed up. */
@@ -763,8 +875,7 @@ static int on_data(struct udp_link *l, struct lm_link_peer *p, const uint8_t *bu
 		return 0;
 	}
 	p->rx_next++;
-	deliver(l, p, buf);
-	n++;
+	n += deliver(l, p, buf);
 	/* The engine may have sent from inside deliver, and p's epoch moved
 	 * on only through our own calls: held packets stay valid. */
 	for (;;) {
@@ -775,9 +886,8 @@ static int on_data(struct udp_link *l, struct lm_link_peer *p, const uint8_t *bu
 			break;
 		h->buf = NULL;
 		p->rx_next++;
-		deliver(l, p, b);
+		n += deliver(l, p, b);
 		free(b);
-		n++;
 	}
 	return n;
 }
@@ -796,7 +906,7 @@ static int on_dgram(struct udp_link *l, const uint8_t *buf, size_t len,
 	}
 	memcpy(&w, buf, sizeof(w));
 	p = peer_find(l, from);
-	if (!p && w.type != UDP_T_DATA)
+	if (!p && w.type == UDP_T_ACK)
 		return 0; /* nothing of ours to acknowledge */
 	if (!p && !(p = peer_get(l, from)))
 		return 0;
@@ -836,7 +946,7 @@ static int on_dgram(struct udp_link *l, const uint8_t *buf, size_t len,
 	on_ack(l, p, &w, now);
 	/* A closing link takes no more packets: unacknowledged, they fail at
 	 * their sender when our port has closed. */
-	if (w.type != UDP_T_DATA || l->closing)
+	if (w.type == UDP_T_ACK || l->closing)
 		return 0;
 	if (w.epoch < p->rx_epoch)
 		return 0;
@@ -1155,10 +1265,14 @@ static bool udp_link_peer_alive(struct lm_link *link, struct lm_link_peer *p)
 	return true;
 }
 
+/* The engine let go of what was with p: the next packet meets it afresh
+ * (a restarted peer offers anew). */
 static void udp_link_peer_reset(struct lm_link *link, struct lm_link_peer *p)
 {
 	(void)link;
 	p->dead = false;
+	p->meet = MEET_NONE;
+	p->meet_owed = 0;
 }
 
 /* ---- open and close ----------------------------------------------------------- */
@@ -1304,6 +1418,10 @@ static int link_open(int family, void *ctx, const struct lm_link_attr *attr,
 	l->recv = attr->recv;
 	l->on_lost = attr->lost;
 	l->arg = attr->arg;
+	l->offer = attr->offer;
+	l->offer_len = attr->offer ? LM_MIN(attr->offer_len, (size_t)UDP_MEET_MAX) : 0;
+	l->met = attr->met;
+	l->met_arg = attr->met_arg;
 	l->dgram_max = udp_dgram_max(params, &a);
 	if (l->dgram_max < sizeof(struct udp_wire) + l->hdr_size + 64) {
 		ret = -FI_EINVAL;
@@ -1433,7 +1551,8 @@ static int udp6_link_open(void *ctx, const struct lm_link_attr *attr, const void
 	.delivered = udp_link_delivered, .poll = udp_link_poll, .arm = udp_link_arm,     \
 	.disarm = udp_link_disarm, .wake_after = udp_link_wake_after,                    \
 	.want_room = udp_link_want_room, .peer_alive = udp_link_peer_alive,              \
-	.peer_reset = udp_link_peer_reset, .addr_lane = lm_inet_lane
+	.peer_reset = udp_link_peer_reset, .peer_connect = udp_link_peer_connect,        \
+	.addr_lane = lm_inet_lane
 
 const struct lm_link_ops udp_link_ops = {
     UDP_LINK_OPS,

@@ -28,6 +28,15 @@
  * again when its timeout passes, or at once when three later packets
  * were acknowledged before it (fast retransmit).
  *
+ * MEET packets are a handshake in the same numbered stream as DATA (so
+ * sent again until acknowledged, and in order with it), taken by the
+ * link itself: HELLO carries the sender's offer (the shared-memory
+ * address and host identity of an endpoint that reaches same-host peers
+ * through shared memory, FI_UDP_ENABLE_SHM), the receiver answers every
+ * HELLO with REPLY and its own offer (empty when it makes none), and a
+ * side that offered and got an offer back sends CONFIRM.  Each side
+ * sends through shared memory only once the other holds its offer.
+ *
  * check is a CRC-32C of the datagram with check zero: the kernel's UDP
  * checksum covers the wire, not a relay that rewrites it.  Fields are in
  * the sender's byte order (loom links join hosts of one architecture;
@@ -40,15 +49,16 @@
 #define UDP_MAGIC         0x4c55 /* "UL" little-endian */
 /* The format's version (also fi_info's protocol_version): a datagram of
  * another is dropped. */
-#define UDP_PROTO_VERSION 1
+#define UDP_PROTO_VERSION 2
 
 /* Wire values of udp_wire.type. */
 enum {
 	UDP_T_DATA = 1, /* an engine packet: header and payload follow */
 	UDP_T_ACK = 2,  /* acknowledgement only: nothing follows */
+	UDP_T_MEET = 3, /* a handshake step (flags), numbered as DATA: an offer follows */
 };
 
-/* udp_wire.flags, on ACKs only (0 on DATA): PROBE asks for an ACK back at
+/* udp_wire.flags on ACKs (0 on DATA): PROBE asks for an ACK back at
  * once, which carries ANSWER.  A sender probes a peer it waits on and
  * heard nothing from for a while; a closing endpoint probes the peers it
  * took packets from, so that it knows its last acknowledgement got
@@ -56,20 +66,26 @@ enum {
  * otherwise fail on the closed port, though they arrived). */
 #define UDP_F_PROBE  1
 #define UDP_F_ANSWER 2
+/* udp_wire.flags on MEET: exactly one of these, the step.  hdr_len is 0
+ * and len the offer's bytes, at most UDP_MEET_MAX (CONFIRM: 0). */
+#define UDP_F_HELLO   4
+#define UDP_F_REPLY   8
+#define UDP_F_CONFIRM 16
+#define UDP_MEET_MAX  128
 
 struct udp_wire {
 	uint16_t magic;
 	uint8_t version;
 	uint8_t type;
 	uint16_t flags;   /* UDP_F_* */
-	uint16_t hdr_len; /* DATA: the engine header's size; ACK: 0 */
-	uint32_t len;     /* DATA: payload bytes after the engine header */
+	uint16_t hdr_len; /* DATA: the engine header's size; ACK, MEET: 0 */
+	uint32_t len;     /* DATA: payload bytes after the engine header; MEET: offer's */
 	uint32_t check;   /* CRC-32C of the whole datagram with check 0 */
 	uint64_t src_inc;
 	uint64_t dst_inc;
-	uint32_t epoch;     /* DATA: the sender's epoch toward the receiver */
+	uint32_t epoch;     /* DATA, MEET: the sender's epoch toward the receiver */
 	uint32_t ack_epoch; /* the receiver's epoch that ack and sack are of */
-	uint64_t seq;       /* DATA: from 1 */
+	uint64_t seq;       /* DATA, MEET: from 1 */
 	uint64_t ack;       /* 0: nothing of ack_epoch received yet */
 	uint64_t sack;
 };

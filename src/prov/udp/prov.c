@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "inet.h"
+#include "shm.h"
 #include "udp.h"
 #include "v1_names.h"
 
@@ -25,12 +26,16 @@
 
 void udp_params_read(struct udp_params *params)
 {
+	int on = 1;
+
 	*params = (struct udp_params){.peer_timeout_ms = UDP_PEER_TIMEOUT_MS,
 	                              .sockbuf = UDP_SOCKBUF};
 	lm_inet_ports_read(&udp_prov, &params->port_low, &params->port_high);
 	lm_param_int_range(&udp_prov, "mtu", 576, 65535, &params->mtu);
 	lm_param_int_range(&udp_prov, "peer_timeout", 1, INT_MAX, &params->peer_timeout_ms);
 	lm_param_int_range(&udp_prov, "sockbuf", 0, INT_MAX, &params->sockbuf);
+	fi_param_get_bool(&udp_prov, "enable_shm", &on);
+	params->enable_shm = on != 0;
 }
 
 static const struct fi_tx_attr udp_tx = {
@@ -190,13 +195,20 @@ static int udp_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 	if (!d)
 		return -FI_ENOMEM;
 	udp_params_read(&d->params);
-	ret = lm_rdm_domain_init(&d->rdm, fab, info, link_ops_of(info), &d->params, context);
+	if (d->params.enable_shm)
+		lm_duo_init(&d->duo, &udp_prov, link_ops_of(info), &d->params, &shm_link_ops,
+		            NULL);
+	ret = lm_rdm_domain_init(&d->rdm, fab, info,
+	                         d->params.enable_shm ? &d->duo.ops : link_ops_of(info),
+	                         d->params.enable_shm ? (void *)&d->duo : &d->params,
+	                         context);
 	if (ret) {
 		free(d);
 		return ret;
 	}
 	d->rdm.util.domain_fid.ops = (struct fi_ops_domain *)&udp_domain_ops;
-	d->rdm.no_bulk = true;
+	/* Bulk copies (CMA) go to the peers shared memory reaches. */
+	d->rdm.no_bulk = !d->params.enable_shm;
 	*domain = &d->rdm.util.domain_fid;
 	return 0;
 }
@@ -234,5 +246,8 @@ struct fi_provider *udp_prov_init(void)
 	                "Send and receive buffer bytes of each endpoint's socket, capped "
 	                "by net.core.wmem_max and rmem_max; 0 leaves them to the kernel "
 	                "(default: 8388608)");
+	fi_param_define(&udp_prov, "enable_shm", FI_PARAM_BOOL,
+	                "RDM endpoints send to peers on the same host through shared "
+	                "memory, found in a handshake over UDP (default: 1)");
 	return &udp_prov;
 }

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "duo.h"
 #include "proto.h"
 #include "rdm.h"
 
@@ -18,16 +19,19 @@ struct udp_params {
 	int mtu;                 /* largest datagram's IP packet; 0: the interface's */
 	int peer_timeout_ms;     /* a peer silent this long with data unacknowledged is gone */
 	int sockbuf;             /* SO_SNDBUF/SO_RCVBUF bytes; 0: the kernel's */
+	bool enable_shm;         /* RDM endpoints reach same-host peers through shm */
 };
 
 /* The provider's parameters as the environment sets them now (prov.c). */
 void udp_params_read(struct udp_params *params);
 
-/* An engine domain with the parameters its links share (their link_ctx);
- * its DGRAM endpoints use them too. */
+/* An engine domain with the parameters its links share (their link_ctx;
+ * its DGRAM endpoints use them too) and, when RDM endpoints reach
+ * same-host peers through shared memory, the link of two that does it. */
 struct udp_domain {
 	struct lm_rdm_domain rdm; /* first: util's fi_close frees the whole */
 	struct udp_params params;
+	struct lm_duo duo;
 };
 
 /* What DGRAM endpoints do (prov.c offers it, dgram.c takes it). */
