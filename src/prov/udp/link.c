@@ -113,9 +113,11 @@ struct lm_link_peer {
 	bool owed_listed;
 	bool busy_listed; /* packets in flight, or one waits for socket room */
 	/* The handshake (MEET) of the current epoch: MEET_NONE, MEET_ASKED
-	 * (our HELLO went), MEET_DONE (a REPLY came, or we replied); and the
-	 * steps a full window kept from going (UDP_F_HELLO ...). */
+	 * (our HELLO went), MEET_DONE (a REPLY came, or we replied); whether
+	 * we asked (a REPLY answers only that); and the steps a full window
+	 * kept from going (UDP_F_HELLO ...). */
 	uint8_t meet;
+	bool asked;
 	uint16_t meet_owed;
 	/* Sending. */
 	uint32_t epoch;      /* ours toward it, from 1 */
@@ -457,6 +459,7 @@ static void tx_start(struct lm_link_peer *p)
 	p->unsent = false;
 	/* A new stream meets the peer afresh (its HELLO went with the old). */
 	p->meet = MEET_NONE;
+	p->asked = false;
 	p->meet_owed = 0;
 }
 
@@ -645,6 +648,9 @@ static void meet_take(struct udp_link *l, struct lm_link_peer *p, uint16_t step,
 	enum lm_link_met stage = step == UDP_F_HELLO   ? LM_MET_HELLO
 	                         : step == UDP_F_REPLY ? LM_MET_ANSWER
 	                                               : LM_MET_CONFIRM;
+
+	if (step == UDP_F_REPLY && !p->asked)
+		return; /* to a HELLO of an earlier stream of ours, or none */
 	if (step != UDP_F_CONFIRM)
 		p->meet = MEET_DONE;
 	if (l->met)
@@ -668,6 +674,7 @@ static int udp_link_peer_connect(struct lm_link *link, struct lm_link_peer *p)
 		return 1;
 	if (p->meet == MEET_NONE) {
 		p->meet = MEET_ASKED;
+		p->asked = true;
 		meet_send(l, p, UDP_F_HELLO);
 	}
 	return 0;
@@ -1272,6 +1279,7 @@ static void udp_link_peer_reset(struct lm_link *link, struct lm_link_peer *p)
 	(void)link;
 	p->dead = false;
 	p->meet = MEET_NONE;
+	p->asked = false;
 	p->meet_owed = 0;
 }
 
