@@ -38,6 +38,12 @@
 #define UDP_WINDOW 64
 /* Datagrams one recvmmsg / sendmmsg takes. */
 #define UDP_BATCH 16
+/* A stream's packets go out this many a sendmmsg: fewer system calls, but
+ * the first datagram waits until the batch is copied and checked, and
+ * the receiver idles meanwhile.  All of a call's at once (up to 16) made
+ * a 1 MiB ping-pong 1.08x slower; 4 at a time made it 0.96x and a 1 MiB
+ * stream 1.08x faster than one sendto each (2 at a time: 0.95x, 1.06x). */
+#define UDP_SEND_BATCH 4
 /* A poll whose packets carried at most this many payload bytes holds
  * their acknowledgement for the application's next call (acks_hold). */
 #define UDP_HOLD_BYTES 4096
@@ -550,12 +556,65 @@ static ssize_t slot_send(struct udp_link *l, struct lm_link_peer *p, struct udp_
 	return 0;
 }
 
+/* Send p's slots from seq first up to p->next (taken, not sent yet), up
+ * to UDP_BATCH datagrams a system call (sendmmsg).  What the socket has no
+ * room for is left to the next poll, as slot_send leaves it. */
+static void slots_send(struct udp_link *l, struct lm_link_peer *p, uint64_t first,
+                       uint64_t now)
+{
+	struct mmsghdr m[UDP_BATCH];
+	struct iovec iov[UDP_BATCH];
+
+	while (first < p->next) {
+		unsigned n = 0;
+		int sent;
+
+		for (; n < UDP_BATCH && first + n < p->next; n++) {
+			struct udp_slot *s = &p->tx[(first + n) % UDP_WINDOW];
+			struct udp_wire *w = (struct udp_wire *)s->buf;
+
+			/* The acknowledgement it carries is as of now. */
+			ack_fill(p, w);
+			w->check = 0;
+			wire_seal(s->buf, s->len);
+			iov[n] = (struct iovec){s->buf, s->len};
+			m[n].msg_hdr = (struct msghdr){.msg_name = &p->addr,
+			                               .msg_namelen = lm_inet_len(l->family),
+			                               .msg_iov = &iov[n],
+			                               .msg_iovlen = 1};
+		}
+		sent = sendmmsg(l->sock, m, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (sent < 0) {
+			/* An earlier datagram's error (IP_RECVERR) is read
+			 * later; these go again from the next poll. */
+			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != ENOBUFS)
+				l->errs = true;
+			sent = 0;
+		}
+		for (int i = 0; i < sent; i++) {
+			struct udp_slot *s = &p->tx[(first + (unsigned)i) % UDP_WINDOW];
+
+			s->sent_us = now;
+			s->tries++;
+			l->n_sent++;
+		}
+		if ((unsigned)sent < n) {
+			p->unsent = l->unsent = true;
+			busy_update(l, p);
+			return;
+		}
+		first += n;
+	}
+}
+
 /* Take one packet of type (DATA or MEET, with flags, a header of
- * hdr_len bytes) into p's window and send it.  A MEET packet is not held
- * back by the congestion window, only by the window's end. */
+ * hdr_len bytes) into p's window and send it, or leave it for slots_send
+ * (later).  A MEET packet is not held back by the congestion window,
+ * only by the window's end. */
 static ssize_t pkt_put(struct udp_link *l, struct lm_link_peer *p, uint8_t type,
                        uint16_t flags, const void *hdr, size_t hdr_len,
-                       const struct iovec *iov, size_t iov_count, uint64_t now)
+                       const struct iovec *iov, size_t iov_count, uint64_t now,
+                       bool later)
 {
 	size_t plen = lm_iov_len(iov, iov_count);
 	size_t len = sizeof(struct udp_wire) + hdr_len + plen;
@@ -602,14 +661,17 @@ static ssize_t pkt_put(struct udp_link *l, struct lm_link_peer *p, uint8_t type,
 		p->first_tx_ms = lm_now_ms();
 	if (!p->due_us)
 		rto_arm(l, p, now);
-	slot_send(l, p, s, now); /* not sent now: the next poll's */
+	s->sent_us = 0;
+	if (!later)
+		slot_send(l, p, s, now); /* not sent now: the next poll's */
 	return 0;
 }
 
 static ssize_t pkt_take(struct udp_link *l, struct lm_link_peer *p, const void *hdr,
-                        const struct iovec *iov, size_t iov_count, uint64_t now)
+                        const struct iovec *iov, size_t iov_count, uint64_t now,
+                        bool later)
 {
-	return pkt_put(l, p, UDP_T_DATA, 0, hdr, l->hdr_size, iov, iov_count, now);
+	return pkt_put(l, p, UDP_T_DATA, 0, hdr, l->hdr_size, iov, iov_count, now, later);
 }
 
 /* ---- the handshake (MEET) ----------------------------------------------------- */
@@ -621,7 +683,8 @@ static void meet_send(struct udp_link *l, struct lm_link_peer *p, uint16_t step)
 {
 	struct iovec iov = {(void *)l->offer, step == UDP_F_CONFIRM ? 0 : l->offer_len};
 
-	if (pkt_put(l, p, UDP_T_MEET, step, NULL, 0, &iov, 1, lm_now_us()) == -FI_EAGAIN)
+	if (pkt_put(l, p, UDP_T_MEET, step, NULL, 0, &iov, 1, lm_now_us(), false) ==
+	    -FI_EAGAIN)
 		p->meet_owed |= step;
 	else
 		p->meet_owed &= (uint16_t)~step;
@@ -685,24 +748,30 @@ static ssize_t udp_link_send(struct lm_link *link, struct lm_link_peer *p, const
 {
 	struct udp_link *l = lm_container_of(link, struct udp_link, link);
 
-	return pkt_take(l, p, hdr, iov, iov_count, lm_now_us());
+	return pkt_take(l, p, hdr, iov, iov_count, lm_now_us(), false);
 }
 
 static ssize_t udp_link_send_many(struct lm_link *link, struct lm_link_peer *p,
                                   const struct lm_link_pkt *pkts, size_t count)
 {
 	struct udp_link *l = lm_container_of(link, struct udp_link, link);
-	uint64_t now = lm_now_us();
+	uint64_t now = lm_now_us(), first = p->next;
+	ssize_t ret = 0;
 	size_t i;
 
+	/* Taken, and sent UDP_SEND_BATCH at a time. */
 	for (i = 0; i < count; i++) {
-		ssize_t ret = pkt_take(l, p, pkts[i].hdr, pkts[i].iov, pkts[i].iov_count, now);
-
-		if (ret == -FI_EAGAIN)
-			break;
+		ret = pkt_take(l, p, pkts[i].hdr, pkts[i].iov, pkts[i].iov_count, now, true);
 		if (ret)
-			return i ? (ssize_t)i : ret;
+			break;
+		if (p->next - first == UDP_SEND_BATCH) {
+			slots_send(l, p, first, now);
+			first = p->next;
+		}
 	}
+	slots_send(l, p, first, now);
+	if (ret && ret != -FI_EAGAIN)
+		return i ? (ssize_t)i : ret;
 	return i ? (ssize_t)i : -FI_EAGAIN;
 }
 
