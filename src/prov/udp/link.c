@@ -514,7 +514,13 @@ static void rx_drop(struct lm_link_peer *p)
  * the engine hears of it. */
 static void peer_lost(struct udp_link *l, struct lm_link_peer *p, const char *why)
 {
-	LM_INFO(udp_log_prov, FI_LOG_EP_CTRL, "peer lost: %s\n", why);
+	if (fi_log_enabled(udp_log_prov, FI_LOG_INFO, FI_LOG_EP_CTRL)) {
+		char name[UDP_ADDR_STR_MAX] = "?";
+		size_t len = sizeof(name);
+
+		lm_inet_to_str(&p->addr, name, &len);
+		LM_INFO(udp_log_prov, FI_LOG_EP_CTRL, "peer %s lost: %s\n", name, why);
+	}
 	tx_drop(l, p);
 	p->dead = true;
 	/* A closing link's engine has let its peers go already. */
@@ -1599,7 +1605,14 @@ static int udp_link_peer_open(struct lm_link *link, const void *addr,
 	if (lm_inet_load(&a, addr, lm_inet_len(l->family), l->family))
 		return -FI_EINVAL;
 	*peer = peer_get(l, &a);
-	return *peer ? 0 : -FI_ENOMEM;
+	if (!*peer)
+		return -FI_ENOMEM;
+	/* The engine resolves it afresh (a new AV entry), so nothing of the
+	 * engine's waits on it: a peer that was gone (its endpoint closed;
+	 * another may have opened at its address since) is tried again. */
+	if ((*peer)->dead)
+		udp_link_peer_reset(link, *peer);
+	return 0;
 }
 
 /* Peers live as long as the link: their streams outlast AV entries. */
