@@ -519,12 +519,14 @@ static bool duo_peer_alive(struct lm_link *link, struct lm_link_peer *p)
 
 /* The engine failed everything with p, which was gone: the next send
  * meets it afresh (a restarted peer offers a new region), or finds it
- * still gone. */
+ * still gone.  A region that is open (a restarted peer met us since it
+ * was lost, before the engine got here) stays. */
 static void duo_peer_reset(struct lm_link *link, struct lm_link_peer *p)
 {
 	struct duo_link *l = duo_of(link);
 
-	if (p->route == ROUTE_LOCAL || p->route == ROUTE_WAIT) {
+	if ((p->route == ROUTE_LOCAL || p->route == ROUTE_WAIT) &&
+	    (!p->lp || !l->local->ops->peer_alive(l->local, p->lp))) {
 		local_drop(l, p);
 		p->route = ROUTE_NONE;
 	}

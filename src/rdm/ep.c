@@ -193,6 +193,7 @@ struct lm_rdm_peer *lm_rdm_peer_by_addr(struct lm_rdm_ep *ep, const void *addr)
 	}
 	p->fi_addr = FI_ADDR_NOTAVAIL;
 	p->fi_gen = UINT64_MAX;
+	p->fresh_gen = atomic_load_explicit(&ep->dom->av_gen, memory_order_relaxed);
 	p->credit = LM_EAGER_CREDIT;
 	lm_list_init(&p->revive);
 	lm_hmap_insert(&ep->peers, &p->hnode, key);
@@ -250,12 +251,20 @@ struct lm_rdm_peer *lm_rdm_peer_by_fiaddr_slow(struct lm_rdm_ep *ep, fi_addr_t a
 			memset(ep->peer_vec, 0,
 			       ep->peer_vec_len * sizeof(ep->peer_vec[0]));
 		ep->peer_gen = gen;
+		/* An address was removed: its endpoint may have closed, and
+		 * another opened there since.  What the link already holds
+		 * of that (a farewell, a closed connection) is read now,
+		 * before the peers are resolved again. */
+		lm_rdm_progress_locked(ep);
 	}
 	if (idx < ep->peer_vec_len && ep->peer_vec[idx])
 		return ep->peer_vec[idx];
 	bytes = lm_av_addr(ep->av, addr);
 	if (!bytes)
 		return NULL;
+	p = lm_rdm_peer_find(ep, bytes);
+	if (p && p->fresh_gen != gen)
+		lm_rdm_peer_afresh(ep, p, gen);
 	p = lm_rdm_peer_by_addr(ep, bytes);
 	if (!p)
 		return NULL;

@@ -847,6 +847,25 @@ static void check_peers(struct lm_rdm_ep *ep)
 	}
 }
 
+void lm_rdm_peer_afresh(struct lm_rdm_ep *ep, struct lm_rdm_peer *p, uint64_t gen)
+{
+	const struct lm_link_ops *ops = ep->link->ops;
+
+	p->fresh_gen = gen;
+	if (!ops->peer_reset || !ops->peer_alive || !p->lp || ep->connected)
+		return;
+	if (!p->dead && ops->peer_alive(ep->link, p->lp))
+		return;
+	/* As the next liveness check would, for this peer alone and without
+	 * reading the link (a packet of the link may be what asks). */
+	if (p->dead)
+		lm_list_remove(&p->revive);
+	p->dead = true;
+	lm_rdm_fail_peer(ep, p, FI_EIO);
+	ops->peer_reset(ep->link, p->lp);
+	lm_rdm_peer_revive(p);
+}
+
 /* Read the link while less than max bytes of unexpected data are held
  * (raised by what conforming peers may hold: their eager credit each, so
  * reading on stays bounded, and stopping could hide what a posted receive

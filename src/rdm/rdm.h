@@ -360,6 +360,7 @@ struct lm_rdm_peer {
 	struct lm_link_peer *lp;
 	fi_addr_t fi_addr;     /* for FI_SOURCE: lm_av_reverse, cached */
 	uint64_t fi_gen;       /* av_gen when fi_addr was looked up */
+	uint64_t fresh_gen;    /* av_gen when last asked whether it is gone */
 	bool bulk_broken;      /* a bulk read failed: use CTS/DATA from now on */
 	bool dead;             /* the link said it is gone */
 	struct lm_list revive; /* in ep->revive while dead, if the link resets */
@@ -1021,6 +1022,13 @@ void lm_rdm_ep_disconnected(struct lm_rdm_ep *ep, int err);
 struct lm_rdm_peer *lm_rdm_peer_by_addr(struct lm_rdm_ep *ep, const void *addr);
 /* The same, without making one: NULL for an address never seen. */
 struct lm_rdm_peer *lm_rdm_peer_find(struct lm_rdm_ep *ep, const void *addr);
+/* p is looked at again since an address was removed from an AV (gen,
+ * the domain's av_gen, is noted in p->fresh_gen): if the link says it is
+ * gone (its endpoint closed), what waits on it fails now and a link that
+ * can tries it afresh, so that what follows reaches an endpoint opened at
+ * its address since, whichever side speaks first.  Under ep->lock; reads
+ * nothing from the link. */
+void lm_rdm_peer_afresh(struct lm_rdm_ep *ep, struct lm_rdm_peer *p, uint64_t gen);
 /* A peer's memory through the link (cross-memory attach); -FI_EIO for a
  * peer the link never reached (lm_rdm_peer_by_addr). */
 static inline ssize_t lm_rdm_bulk_read(struct lm_rdm_ep *ep, struct lm_rdm_peer *p,
@@ -1039,27 +1047,36 @@ static inline ssize_t lm_rdm_bulk_write(struct lm_rdm_ep *ep, struct lm_rdm_peer
 }
 /* The peer a packet came from (src_addr, as the link gives it), made on
  * first contact; NULL without memory.  The last sender is cached and
- * compared inline: this runs for every packet. */
+ * compared inline: this runs for every packet.  Once an address was
+ * removed from an AV, each peer is asked again whether it is gone
+ * (lm_rdm_peer_afresh): its endpoint may have closed and this packet come
+ * from one opened at its address since, which our answers must reach. */
 static inline struct lm_rdm_peer *lm_rdm_peer_of_src(struct lm_rdm_ep *ep,
                                                      const void *src_addr)
 {
 	struct lm_rdm_peer *p = ep->last_src;
 	size_t len = ep->dom->link_ops->addrlen;
-	uint64_t x[2], y[2];
+	uint64_t x[2], y[2], gen;
 
 	/* An address of two words compares as two words; any other length
 	 * byte by byte. */
 	if (p && len == sizeof(x)) {
 		memcpy(x, p->addr, sizeof(x));
 		memcpy(y, src_addr, sizeof(y));
-		if (!((x[0] ^ y[0]) | (x[1] ^ y[1])))
-			return p;
-	} else if (p && !memcmp(p->addr, src_addr, len)) {
-		return p;
+		if ((x[0] ^ y[0]) | (x[1] ^ y[1]))
+			p = NULL;
+	} else if (p && memcmp(p->addr, src_addr, len)) {
+		p = NULL;
 	}
-	p = lm_rdm_peer_by_addr(ep, src_addr);
-	if (p)
+	if (__builtin_expect(!p, 0)) {
+		p = lm_rdm_peer_by_addr(ep, src_addr);
+		if (!p)
+			return NULL;
 		ep->last_src = p;
+	}
+	gen = atomic_load_explicit(&ep->dom->av_gen, memory_order_relaxed);
+	if (__builtin_expect(p->fresh_gen != gen, 0))
+		lm_rdm_peer_afresh(ep, p, gen);
 	return p;
 }
 fi_addr_t lm_rdm_peer_fiaddr_slow(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer);

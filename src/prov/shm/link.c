@@ -91,6 +91,8 @@ struct shm_link {
 
 struct lm_link_peer {
 	struct shm_peer *sp;
+	struct shm_bin_addr addr; /* what peer_reset opens again */
+	bool gone; /* peer_reset found no live region at addr: sends fail */
 	bool want_buf; /* the last send lacked a bounce buffer, not a cell */
 	/* The address is of this process: no cross-memory attach.  A cell's
 	 * sender is only what it claims, and a hostile peer that claims an
@@ -246,8 +248,32 @@ static int shm_link_peer_open(struct lm_link *link, const void *addr,
 		return -FI_EINVAL;
 	}
 	p->own_process = p->sp->pid == getpid();
+	memcpy(&p->addr, addr, sizeof(p->addr));
 	*peer = p;
 	return 0;
+}
+
+/* The engine failed everything with a peer whose region closed: its
+ * address is opened again, where an endpoint may have opened since (else
+ * the peer stays gone). */
+static void shm_link_peer_reset(struct lm_link *link, struct lm_link_peer *peer)
+{
+	struct lm_link_peer *fresh;
+
+	peer->gone = false;
+	if (shm_peer_alive(peer->sp))
+		return;
+	peer->gone = true;
+	if (shm_link_peer_open(link, &peer->addr, &fresh))
+		return;
+	if (!shm_peer_alive(fresh->sp)) { /* the same, or another left behind */
+		shm_peer_close(fresh->sp);
+		free(fresh);
+		return;
+	}
+	shm_peer_close(peer->sp);
+	*peer = *fresh;
+	free(fresh);
 }
 
 static void shm_link_peer_close(struct lm_link *link, struct lm_link_peer *peer)
@@ -318,6 +344,11 @@ static LM_HOT_INLINE ssize_t send_packed(struct shm_link *l, struct lm_link_peer
 	uint64_t pos;
 	int idx = -1;
 
+	/* Its endpoint closed (the flag is in a line nobody writes until
+	 * then), or a reset found it gone: the packet would lie in a ring
+	 * nobody reads. */
+	if (peer->gone || !atomic_load_explicit(&peer->sp->map.hdr->alive, memory_order_relaxed))
+		return -FI_EIO;
 	if (hl + len > SHM_INLINE_MAX) {
 		char *dst;
 		size_t off = 0;
@@ -543,7 +574,7 @@ static ssize_t shm_link_bulk_write(struct lm_link *link, struct lm_link_peer *pe
 static bool shm_link_peer_alive(struct lm_link *link, struct lm_link_peer *peer)
 {
 	(void)link;
-	return shm_peer_alive(peer->sp);
+	return !peer->gone && shm_peer_alive(peer->sp);
 }
 
 struct shm_region *shm_link_region(struct lm_link *link)
@@ -574,4 +605,5 @@ const struct lm_link_ops shm_link_ops = {
     .bulk_read = shm_link_bulk_read,
     .bulk_write = shm_link_bulk_write,
     .peer_alive = shm_link_peer_alive,
+    .peer_reset = shm_link_peer_reset,
 };

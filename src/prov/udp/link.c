@@ -112,6 +112,12 @@ struct lm_link_peer {
 	struct lm_list busy_node; /* udp_link.busy, while busy_listed */
 	union lm_inet_addr addr;
 	uint64_t inc; /* its incarnation; 0: not heard yet */
+	/* Reset since we last heard from it: whoever is at its address now
+	 * is met (datagrams name no incarnation of its and acknowledge none
+	 * of its streams), and an incarnation past inc is that one, not a
+	 * restart to report. */
+	bool anyone;
+	bool renewed; /* lost to a new incarnation, which we heard: not anyone */
 	bool dead;    /* gone until peer_reset */
 	bool self;    /* our own address */
 	bool answer_owed; /* it probed us */
@@ -319,7 +325,8 @@ int udp_wire_check(const void *buf, size_t len, size_t hdr_size, size_t max_payl
 	if (w.magic != UDP_MAGIC || w.version != UDP_PROTO_VERSION)
 		return -FI_EPROTO;
 	if (w.type == UDP_T_ACK) {
-		if ((w.flags & ~(UDP_F_PROBE | UDP_F_ANSWER)) || w.hdr_len || w.len ||
+		if ((w.flags & ~(UDP_F_PROBE | UDP_F_ANSWER | UDP_F_BYE)) ||
+		    ((w.flags & UDP_F_BYE) && !(w.flags & UDP_F_PROBE)) || w.hdr_len || w.len ||
 		    len != sizeof(w))
 			return -FI_EPROTO;
 	} else if (w.type == UDP_T_DATA) {
@@ -386,8 +393,9 @@ static void wire_head(struct udp_link *l, struct lm_link_peer *p, struct udp_wir
 	w->version = UDP_PROTO_VERSION;
 	w->type = type;
 	w->src_inc = l->inc;
-	w->dst_inc = p->inc;
-	ack_fill(p, w);
+	w->dst_inc = p->anyone ? 0 : p->inc;
+	if (!p->anyone)
+		ack_fill(p, w);
 }
 
 static ssize_t dgram_send(struct udp_link *l, struct lm_link_peer *p, const void *buf,
@@ -526,6 +534,19 @@ static void peer_lost(struct udp_link *l, struct lm_link_peer *p, const char *wh
 	/* A closing link's engine has let its peers go already. */
 	if (l->on_lost && !l->closing)
 		l->on_lost(l->arg, &p->addr);
+}
+
+/* p restarted: its new incarnation speaks to us.  What was in flight
+ * with the old one is lost, as peer_lost says (unless said already: its
+ * farewell, a closed port); the new one is alive, and the handshake it
+ * starts is answered now, not after the engine's reset (which leaves it
+ * be). */
+static void peer_renewed(struct udp_link *l, struct lm_link_peer *p)
+{
+	if (!p->dead)
+		peer_lost(l, p, "restarted at the same address");
+	p->dead = false;
+	p->renewed = true;
 }
 
 /* ---- sending ------------------------------------------------------------------ */
@@ -999,9 +1020,10 @@ static int on_dgram(struct udp_link *l, const uint8_t *buf, size_t len,
 		if (w.src_inc < p->inc)
 			return 0;
 		if (w.src_inc > p->inc) {
-			if (p->inc)
-				peer_lost(l, p, "restarted at the same address");
+			if (p->inc && !p->anyone)
+				peer_renewed(l, p);
 			p->inc = w.src_inc;
+			p->anyone = false;
 			rx_drop(p);
 		}
 		ack_send(l, p, 0);
@@ -1012,11 +1034,22 @@ static int on_dgram(struct udp_link *l, const uint8_t *buf, size_t len,
 			drop_log(l, "from an earlier incarnation");
 			return 0;
 		}
-		if (p->inc)
-			peer_lost(l, p, "restarted at the same address");
+		if (p->inc && !p->anyone)
+			peer_renewed(l, p);
 		p->inc = w.src_inc;
 		rx_drop(p);
 	}
+	if (w.flags & UDP_F_BYE) {
+		/* Its endpoint closes, its last acknowledgement here: it waits
+		 * for our answer, and is gone for us after it (once: a probe
+		 * sent again, our answer lost, is only answered). */
+		on_ack(l, p, &w, now);
+		ack_send(l, p, UDP_F_ANSWER);
+		if (!p->dead && !p->anyone)
+			peer_lost(l, p, "its endpoint closed");
+		return 0;
+	}
+	p->anyone = false;
 	p->live_ms = now / 1000;
 	p->probing_ms = 0;
 	if (w.flags & UDP_F_PROBE) {
@@ -1351,11 +1384,24 @@ static bool udp_link_peer_alive(struct lm_link *link, struct lm_link_peer *p)
  * (a restarted peer offers anew). */
 static void udp_link_peer_reset(struct lm_link *link, struct lm_link_peer *p)
 {
-	(void)link;
+	struct udp_link *l = lm_container_of(link, struct udp_link, link);
+
+	/* The engine failed everything with p.  Unless it was lost to a new
+	 * incarnation we already hear from, its endpoint went (closed, or
+	 * never answered), and another may have opened at its address: what
+	 * we still had to send it is over (a new epoch), and the next
+	 * datagram meets whoever is there. */
+	if (!p->renewed) {
+		if (p->inc && !p->dead)
+			tx_drop(l, p);
+		p->anyone = p->inc != 0;
+		p->meet = MEET_NONE;
+		p->asked = false;
+		p->meet_owed = 0;
+	}
+	/* (Else its handshake may be under way or done: it stays.) */
+	p->renewed = false;
 	p->dead = false;
-	p->meet = MEET_NONE;
-	p->asked = false;
-	p->meet_owed = 0;
 }
 
 /* ---- open and close ----------------------------------------------------------- */
@@ -1563,7 +1609,7 @@ static void farewell(struct udp_link *l)
 				continue;
 			waiting++;
 			if (now - sent >= UDP_CLOSE_PROBE_MS)
-				ack_send(l, p, UDP_F_PROBE);
+				ack_send(l, p, UDP_F_PROBE | UDP_F_BYE);
 		}
 		if (now - sent >= UDP_CLOSE_PROBE_MS)
 			sent = now;

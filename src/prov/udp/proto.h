@@ -66,6 +66,10 @@ enum {
  * otherwise fail on the closed port, though they arrived). */
 #define UDP_F_PROBE  1
 #define UDP_F_ANSWER 2
+/* With PROBE, from a closing endpoint: after the answer, the receiver
+ * takes it for gone (what it still had to send there fails at once), and
+ * meets whoever opens at the address next as a stranger. */
+#define UDP_F_BYE 32
 /* udp_wire.flags on MEET: exactly one of these, the step.  hdr_len is 0
  * and len the offer's bytes, at most UDP_MEET_MAX (CONFIRM: 0). */
 #define UDP_F_HELLO   4
