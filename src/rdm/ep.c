@@ -193,7 +193,7 @@ struct lm_rdm_peer *lm_rdm_peer_by_addr(struct lm_rdm_ep *ep, const void *addr)
 	}
 	p->fi_addr = FI_ADDR_NOTAVAIL;
 	p->fi_gen = UINT64_MAX;
-	p->fresh_gen = atomic_load_explicit(&ep->dom->av_gen, memory_order_relaxed);
+	p->fresh_gen = (uint32_t)atomic_load_explicit(&ep->dom->av_gen, memory_order_relaxed);
 	p->credit = LM_EAGER_CREDIT;
 	lm_list_init(&p->revive);
 	lm_hmap_insert(&ep->peers, &p->hnode, key);
@@ -263,7 +263,7 @@ struct lm_rdm_peer *lm_rdm_peer_by_fiaddr_slow(struct lm_rdm_ep *ep, fi_addr_t a
 	if (!bytes)
 		return NULL;
 	p = lm_rdm_peer_find(ep, bytes);
-	if (p && p->fresh_gen != gen)
+	if (p && p->fresh_gen != (uint32_t)gen)
 		lm_rdm_peer_afresh(ep, p, gen);
 	p = lm_rdm_peer_by_addr(ep, bytes);
 	if (!p)

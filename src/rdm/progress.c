@@ -851,7 +851,7 @@ void lm_rdm_peer_afresh(struct lm_rdm_ep *ep, struct lm_rdm_peer *p, uint64_t ge
 {
 	const struct lm_link_ops *ops = ep->link->ops;
 
-	p->fresh_gen = gen;
+	p->fresh_gen = (uint32_t)gen;
 	if (!ops->peer_reset || !ops->peer_alive || !p->lp || ep->connected)
 		return;
 	if (!p->dead && ops->peer_alive(ep->link, p->lp))

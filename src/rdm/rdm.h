@@ -360,9 +360,11 @@ struct lm_rdm_peer {
 	struct lm_link_peer *lp;
 	fi_addr_t fi_addr;     /* for FI_SOURCE: lm_av_reverse, cached */
 	uint64_t fi_gen;       /* av_gen when fi_addr was looked up */
-	uint64_t fresh_gen;    /* av_gen when last asked whether it is gone */
 	bool bulk_broken;      /* a bulk read failed: use CTS/DATA from now on */
 	bool dead;             /* the link said it is gone */
+	/* av_gen's low half when last asked whether it is gone (in a hole:
+	 * the hot fields and the address keep their lines). */
+	uint32_t fresh_gen;
 	struct lm_list revive; /* in ep->revive while dead, if the link resets */
 	/* An eager message of this peer matched when the link asked where its
 	 * payload goes (lm_rdm_place): read straight into the receive, or
@@ -1075,7 +1077,7 @@ static inline struct lm_rdm_peer *lm_rdm_peer_of_src(struct lm_rdm_ep *ep,
 		ep->last_src = p;
 	}
 	gen = atomic_load_explicit(&ep->dom->av_gen, memory_order_relaxed);
-	if (__builtin_expect(p->fresh_gen != gen, 0))
+	if (__builtin_expect(p->fresh_gen != (uint32_t)gen, 0))
 		lm_rdm_peer_afresh(ep, p, gen);
 	return p;
 }
