@@ -151,7 +151,8 @@ struct lm_link_peer {
 	uint32_t rx_epoch; /* its epoch we take; 0: none yet */
 	uint64_t rx_next;  /* next seq to hand the engine */
 	struct udp_held held[UDP_WINDOW];
-	unsigned owed; /* packets taken since our last acknowledgement */
+	unsigned n_held; /* of held[], those that wait: none, no sack to scan */
+	unsigned owed;   /* packets taken since our last acknowledgement */
 };
 
 struct udp_link {
@@ -378,9 +379,11 @@ static void ack_fill(struct lm_link_peer *p, struct udp_wire *w)
 
 	w->ack_epoch = p->rx_epoch;
 	w->ack = p->rx_epoch ? p->rx_next : 0;
-	for (unsigned i = 0; w->ack && i < UDP_WINDOW - 1; i++)
-		if (p->held[(p->rx_next + 1 + i) % UDP_WINDOW].buf)
+	for (unsigned i = 0, n = p->n_held; w->ack && n && i < UDP_WINDOW - 1; i++)
+		if (p->held[(p->rx_next + 1 + i) % UDP_WINDOW].buf) {
 			sack |= 1ull << i;
+			n--;
+		}
 	w->sack = sack;
 	p->owed = 0;
 }
@@ -514,6 +517,7 @@ static void rx_drop(struct lm_link_peer *p)
 		free(p->held[i].buf);
 		p->held[i].buf = NULL;
 	}
+	p->n_held = 0;
 	p->rx_next = 1;
 	p->rx_epoch = 0;
 }
@@ -974,6 +978,7 @@ static int on_data(struct udp_link *l, struct lm_link_peer *p, const uint8_t *bu
 		if (!h->buf && (h->buf = malloc(len))) {
 			memcpy(h->buf, buf, len);
 			h->len = len;
+			p->n_held++;
 		}
 		return 0;
 	}
@@ -981,13 +986,14 @@ static int on_data(struct udp_link *l, struct lm_link_peer *p, const uint8_t *bu
 	n += deliver(l, p, buf);
 	/* The engine may have sent from inside deliver, and p's epoch moved
 	 * on only through our own calls: held packets stay valid. */
-	for (;;) {
+	while (p->n_held) {
 		struct udp_held *h = &p->held[p->rx_next % UDP_WINDOW];
 		uint8_t *b = h->buf;
 
 		if (!b)
 			break;
 		h->buf = NULL;
+		p->n_held--;
 		p->rx_next++;
 		n += deliver(l, p, b);
 		free(b);
