@@ -190,6 +190,7 @@ struct udp_link {
 	/* Counts for the log at close. */
 	uint64_t n_sent, n_resent, n_timeouts, n_dup, n_ooo;
 	/* recvmmsg's buffers. */
+	bool quiet; /* the last read found nothing (read_dgrams) */
 	struct mmsghdr rmsg[UDP_BATCH];
 	struct iovec riov[UDP_BATCH];
 	union lm_inet_addr rfrom[UDP_BATCH];
@@ -1232,6 +1233,35 @@ static void acks_unhold(struct udp_link *l)
 		udp_kept_release(&l->kept);
 }
 
+/* Up to want datagrams into rmsg: how many, or -1 (errno says why).
+ * After a read that found nothing, one datagram with recvfrom into the
+ * first buffer: an idle socket polled busily costs less so (no message
+ * headers copied in), and a ping-pong's datagram comes alone; while
+ * datagrams come, recvmmsg takes them in runs. */
+static int read_dgrams(struct udp_link *l, int want)
+{
+	int got;
+
+	if (l->quiet) {
+		socklen_t alen = sizeof(l->rfrom[0]);
+		ssize_t n = recvfrom(l->sock, l->riov[0].iov_base, l->riov[0].iov_len,
+		                     MSG_DONTWAIT | MSG_TRUNC, &l->rfrom[0].sa, &alen);
+
+		if (n < 0)
+			return -1;
+		l->rmsg[0].msg_len = (unsigned)n;
+		l->rmsg[0].msg_hdr.msg_namelen = alen;
+		l->rmsg[0].msg_hdr.msg_flags = (size_t)n > l->riov[0].iov_len ? MSG_TRUNC : 0;
+		l->quiet = false;
+		return 1;
+	}
+	for (int i = 0; i < want; i++)
+		l->rmsg[i].msg_hdr.msg_namelen = sizeof(union lm_inet_addr);
+	got = recvmmsg(l->sock, l->rmsg, (unsigned)want, MSG_DONTWAIT, NULL);
+	l->quiet = got <= 0;
+	return got;
+}
+
 static int udp_link_poll(struct lm_link *link, int budget)
 {
 	struct udp_link *l = lm_container_of(link, struct udp_link, link);
@@ -1245,13 +1275,10 @@ static int udp_link_poll(struct lm_link *link, int budget)
 	l->up_bytes = 0;
 	if (l->errs)
 		errs_read(l);
-	for (int i = 0; i < want; i++)
-		l->rmsg[i].msg_hdr.msg_namelen = sizeof(union lm_inet_addr);
 	/* A queued error (a closed port's) is reported before the datagrams
 	 * that came ahead of it: read it, then them, at once. */
 	for (int k = 0; k < 2; k++) {
-		got = want > 0 ? recvmmsg(l->sock, l->rmsg, (unsigned)want, MSG_DONTWAIT, NULL)
-		               : 0;
+		got = want > 0 ? read_dgrams(l, want) : 0;
 		if (got >= 0 || errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
 			break;
 		errs_read(l);
