@@ -233,7 +233,7 @@ static void setup(void)
 
 		memcpy(buf, &w, sizeof(w));
 		memcpy(buf + sizeof(w), &eh, sizeof(eh));
-		w.check = udp_crc32c(0, buf, sizeof(buf));
+		w.check = udp_wire_sum(buf, sizeof(buf));
 		memcpy(buf, &w, sizeof(w));
 		sendto(H[0].fd, buf, sizeof(buf), 0, (struct sockaddr *)&A.addr, sizeof(A.addr));
 		progress(4);
@@ -335,7 +335,7 @@ static void built(struct fz_reader *r, int k)
 	if (mode & 0x40 && fz_below(r, 2)) {
 		corrupt++; /* the check left wrong */
 	} else {
-		w.check = udp_crc32c(0, buf, len);
+		w.check = udp_wire_sum(buf, len);
 		memcpy(buf, &w, sizeof(w));
 	}
 	sendto(h->fd, buf, len, 0, (struct sockaddr *)&A.addr, sizeof(A.addr));

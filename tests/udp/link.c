@@ -432,7 +432,7 @@ static void stray(void)
 	}
 	memcpy(buf, &w, sizeof(w));
 	memcpy(buf + sizeof(w), &h, HDR);
-	w.check = udp_crc32c(0, buf, sizeof(w) + HDR);
+	w.check = udp_wire_sum(buf, sizeof(w) + HDR);
 	memcpy(buf, &w, sizeof(w));
 	CHECK(sendto(fd, buf, sizeof(w) + HDR, 0, (struct sockaddr *)&b.addr,
 	             sizeof(b.addr)) > 0);
@@ -471,7 +471,7 @@ static void wire_checks(void)
 	do {                                                                             \
 		(x).check = 0;                                                           \
 		memcpy(buf, &(x), sizeof(x));                                            \
-		(x).check = udp_crc32c(0, buf, full);                                    \
+		(x).check = udp_wire_sum(buf, full);                                   \
 		memcpy(buf, &(x), sizeof(x));                                            \
 	} while (0)
 	memset(buf, 0x5a, sizeof(buf));
@@ -556,7 +556,7 @@ static void wire_checks(void)
 		v.len = UDP_MEET_MAX + 1;
 		v.check = 0;
 		memcpy(big, &v, sizeof(v));
-		v.check = udp_crc32c(0, big, sizeof(big));
+		v.check = udp_wire_sum(big, sizeof(big));
 		memcpy(big, &v, sizeof(v));
 		CHECK(udp_wire_check(big, sizeof(big), HDR, 1000) < 0); /* too long an offer */
 	}
@@ -667,11 +667,13 @@ static void meet_plain(void)
 }
 
 /* CRC-32C: the standard check value, and a long buffer (the interleaved
- * path) whole against the same in pieces of every length (the plain one). */
+ * path) whole against the same in pieces of every length (the plain one);
+ * the copying variant gives the same sums and the same bytes, from and to
+ * any alignment. */
 static void crc_checks(void)
 {
-	static uint8_t big[3 * 65536 + 13];
-	uint32_t whole, pieces = 0;
+	static uint8_t big[3 * 65536 + 13], copy[sizeof(big) + 8];
+	uint32_t whole, pieces = 0, copied = 0;
 	size_t at = 0;
 
 	CHECK_INT(udp_crc32c(0, "123456789", 9), 0xe3069283u);
@@ -688,6 +690,20 @@ static void crc_checks(void)
 		pieces = udp_crc32c(pieces, big + at, LM_MIN(1000, sizeof(big) - at));
 	whole = udp_crc32c(0, big, sizeof(big));
 	CHECK_INT(whole, pieces);
+	CHECK_INT(udp_crc32c_copy(0, copy + 3, big, sizeof(big)), whole);
+	CHECK(!memcmp(copy + 3, big, sizeof(big)));
+	memset(copy, 0, sizeof(copy));
+	at = 0;
+	for (size_t len = 0; at < sizeof(big); len = len * 5 + 1) {
+		size_t n = LM_MIN(len, sizeof(big) - at);
+
+		copied = udp_crc32c_copy(copied, copy + 5 + at, big + at, n);
+		at += n;
+	}
+	CHECK_INT(copied, whole);
+	CHECK(!memcmp(copy + 5, big, sizeof(big)));
+	CHECK_INT(copy[4], 0); /* nothing written outside */
+	CHECK_INT(copy[5 + sizeof(big)], 0);
 	big[100000] ^= 4;
 	CHECK(udp_crc32c(0, big, sizeof(big)) != whole);
 }

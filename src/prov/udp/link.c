@@ -94,6 +94,7 @@ struct udp_slot {
 	unsigned tries;
 	bool sacked; /* acknowledged selectively (kept: ack will pass it) */
 	bool fast;   /* sent again for a gap since its last timeout */
+	uint32_t body_crc; /* udp_crc32c of what follows the wire header */
 };
 
 /* A packet that arrived ahead of a missing one. */
@@ -266,16 +267,19 @@ static void crc_lanes_init(void)
 /* The crc32 instruction takes three cycles to give its result and can
  * start one a cycle: three independent streams over three thirds of a
  * round, joined by shifting the first two over what follows them, go
- * about three times as fast as one. */
-__attribute__((target("sse4.2"))) static uint32_t crc_sse(uint32_t crc, const uint8_t *p,
-                                                          size_t len)
+ * about three times as fast as one.  With copy, each word read is also
+ * written to d: one pass over the data where a copy and a check were
+ * two (the crc32 instruction, not the stores, sets the pace). */
+__attribute__((target("sse4.2"), always_inline)) static inline uint32_t
+crc_run(uint32_t crc, uint8_t *d, const uint8_t *p, size_t len, const bool copy)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	uint64_t c = crc;
 
 	if (len >= 3 * CRC_LANE)
 		pthread_once(&once, crc_lanes_init);
-	for (; len >= 3 * CRC_LANE; p += 3 * CRC_LANE, len -= 3 * CRC_LANE) {
+	for (; len >= 3 * CRC_LANE; p += 3 * CRC_LANE, d += copy ? 3 * CRC_LANE : 0,
+	                            len -= 3 * CRC_LANE) {
 		uint64_t c1 = 0, c2 = 0;
 
 		for (size_t i = 0; i < CRC_LANE; i += 8) {
@@ -287,20 +291,42 @@ __attribute__((target("sse4.2"))) static uint32_t crc_sse(uint32_t crc, const ui
 			c = _mm_crc32_u64(c, w0);
 			c1 = _mm_crc32_u64(c1, w1);
 			c2 = _mm_crc32_u64(c2, w2);
+			if (copy) {
+				memcpy(d + i, &w0, 8);
+				memcpy(d + CRC_LANE + i, &w1, 8);
+				memcpy(d + 2 * CRC_LANE + i, &w2, 8);
+			}
 		}
 		c = crc_mulmod(crc_lane2, (uint32_t)c) ^ crc_mulmod(crc_lane1, (uint32_t)c1) ^
 		    (uint32_t)c2;
 	}
-	for (; len >= 8; p += 8, len -= 8) {
+	for (; len >= 8; p += 8, d += copy ? 8 : 0, len -= 8) {
 		uint64_t w;
 
 		memcpy(&w, p, 8);
 		c = _mm_crc32_u64(c, w);
+		if (copy)
+			memcpy(d, &w, 8);
 	}
 	crc = (uint32_t)c;
-	for (; len; p++, len--)
+	for (; len; p++, d += copy ? 1 : 0, len--) {
 		crc = _mm_crc32_u8(crc, *p);
+		if (copy)
+			*d = *p;
+	}
 	return crc;
+}
+
+__attribute__((target("sse4.2"))) static uint32_t crc_sse(uint32_t crc, const uint8_t *p,
+                                                          size_t len)
+{
+	return crc_run(crc, NULL, p, len, false);
+}
+
+__attribute__((target("sse4.2"))) static uint32_t crc_sse_copy(uint32_t crc, uint8_t *d,
+                                                               const uint8_t *p, size_t len)
+{
+	return crc_run(crc, d, p, len, true);
 }
 #endif
 
@@ -314,12 +340,44 @@ uint32_t udp_crc32c(uint32_t crc, const void *data, size_t len)
 	return ~crc_soft(crc, data, len);
 }
 
+uint32_t udp_crc32c_copy(uint32_t crc, void *dst, const void *src, size_t len)
+{
+	if (!len)
+		return crc;
+#if defined(__x86_64__)
+	if (__builtin_cpu_supports("sse4.2"))
+		return ~crc_sse_copy(~crc, dst, src, len);
+#endif
+	memcpy(dst, src, len);
+	return udp_crc32c(crc, dst, len);
+}
+
+/* A datagram's check, from body_crc (udp_crc32c of what follows its
+ * wire header): carried on over the wire header with check 0.  The body
+ * comes first so that a packet kept for sending again is summed once,
+ * when it is taken, and only its header (whose acknowledgement changes)
+ * each time it goes. */
+static uint32_t wire_sum(const struct udp_wire *w, uint32_t body_crc)
+{
+	struct udp_wire h = *w;
+
+	h.check = 0;
+	return udp_crc32c(body_crc, &h, sizeof(h));
+}
+
+uint32_t udp_wire_sum(const void *buf, size_t len)
+{
+	struct udp_wire w;
+
+	memcpy(&w, buf, sizeof(w));
+	return wire_sum(&w, udp_crc32c(0, (const uint8_t *)buf + sizeof(w), len - sizeof(w)));
+}
+
 /* ---- datagrams ---------------------------------------------------------------- */
 
 int udp_wire_check(const void *buf, size_t len, size_t hdr_size, size_t max_payload)
 {
 	struct udp_wire w;
-	uint32_t check;
 
 	if (len < sizeof(w))
 		return -FI_EMSGSIZE;
@@ -346,20 +404,15 @@ int udp_wire_check(const void *buf, size_t len, size_t hdr_size, size_t max_payl
 	}
 	if (!w.src_inc)
 		return -FI_EPROTO;
-	check = w.check;
-	w.check = 0;
-	if (udp_crc32c(udp_crc32c(0, &w, sizeof(w)), (const uint8_t *)buf + sizeof(w),
-	               len - sizeof(w)) != check)
+	if (udp_wire_sum(buf, len) != w.check)
 		return -FI_EIO;
 	return 0;
 }
 
-/* Fill in a datagram's check (its check field 0 before). */
-static void wire_seal(uint8_t *buf, size_t len)
+/* Fill in the check of a datagram that is its wire header alone. */
+static void wire_seal(struct udp_wire *w)
 {
-	uint32_t c = udp_crc32c(0, buf, len);
-
-	memcpy(buf + offsetof(struct udp_wire, check), &c, sizeof(c));
+	w->check = wire_sum(w, 0);
 }
 
 static void drop_log(struct udp_link *l, const char *why)
@@ -427,7 +480,7 @@ static void ack_send(struct udp_link *l, struct lm_link_peer *p, uint16_t flags)
 
 	wire_head(l, p, &w, UDP_T_ACK);
 	w.flags = flags;
-	wire_seal((uint8_t *)&w, sizeof(w));
+	wire_seal(&w);
 	dgram_send(l, p, &w, sizeof(w));
 }
 
@@ -564,16 +617,22 @@ static void rto_arm(struct udp_link *l, struct lm_link_peer *p, uint64_t now)
 	busy_update(l, p);
 }
 
+/* A kept packet about to go (again): the acknowledgement it carries is
+ * as of now, its check of that and of the body summed when it was taken. */
+static void slot_seal(struct lm_link_peer *p, struct udp_slot *s)
+{
+	struct udp_wire *w = (struct udp_wire *)s->buf;
+
+	ack_fill(p, w);
+	w->check = wire_sum(w, s->body_crc);
+}
+
 static ssize_t slot_send(struct udp_link *l, struct lm_link_peer *p, struct udp_slot *s,
                          uint64_t now)
 {
-	struct udp_wire *w = (struct udp_wire *)s->buf;
 	ssize_t ret;
 
-	/* The acknowledgement it carries is as of now. */
-	ack_fill(p, w);
-	w->check = 0;
-	wire_seal(s->buf, s->len);
+	slot_seal(p, s);
 	ret = dgram_send(l, p, s->buf, s->len);
 	if (ret) {
 		s->sent_us = 0;
@@ -603,12 +662,8 @@ static void slots_send(struct udp_link *l, struct lm_link_peer *p, uint64_t firs
 
 		for (; n < UDP_BATCH && first + n < p->next; n++) {
 			struct udp_slot *s = &p->tx[(first + n) % UDP_WINDOW];
-			struct udp_wire *w = (struct udp_wire *)s->buf;
 
-			/* The acknowledgement it carries is as of now. */
-			ack_fill(p, w);
-			w->check = 0;
-			wire_seal(s->buf, s->len);
+			slot_seal(p, s);
 			iov[n] = (struct iovec){s->buf, s->len};
 			m[n].msg_hdr = (struct msghdr){.msg_name = &p->addr,
 			                               .msg_namelen = lm_inet_len(l->family),
@@ -652,6 +707,7 @@ static ssize_t pkt_put(struct udp_link *l, struct lm_link_peer *p, uint8_t type,
 	size_t len = sizeof(struct udp_wire) + hdr_len + plen;
 	struct udp_slot *s;
 	struct udp_wire *w;
+	uint32_t body;
 	uint8_t *at;
 
 	if (p->dead)
@@ -678,14 +734,14 @@ static ssize_t pkt_put(struct udp_link *l, struct lm_link_peer *p, uint8_t type,
 	w->epoch = p->epoch;
 	w->seq = p->next++;
 	at = s->buf + sizeof(*w);
-	if (hdr_len)
-		memcpy(at, hdr, hdr_len);
+	body = udp_crc32c_copy(0, at, hdr, hdr_len);
 	at += hdr_len;
 	for (size_t i = 0; i < iov_count; i++) {
 		if (iov[i].iov_len) /* its base may be NULL (Open MPI's empty messages) */
-			memcpy(at, iov[i].iov_base, iov[i].iov_len);
+			body = udp_crc32c_copy(body, at, iov[i].iov_base, iov[i].iov_len);
 		at += iov[i].iov_len;
 	}
+	s->body_crc = body;
 	s->len = len;
 	s->tries = 0;
 	s->sacked = s->fast = false;
@@ -1218,7 +1274,7 @@ static bool acks_hold(struct udp_link *l, uint64_t now)
 		k->ack[n].to = p->addr;
 		wire_head(l, p, &k->ack[n].w, UDP_T_ACK);
 		p->owed = owed; /* still ours to send, unless a packet carries it */
-		wire_seal((uint8_t *)&k->ack[n].w, sizeof(k->ack[n].w));
+		wire_seal(&k->ack[n].w);
 		n++;
 	}
 	k->n = n;

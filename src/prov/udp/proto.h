@@ -1,4 +1,4 @@
-/* proto.h - the udp link's wire format (UDP_PROTO_VERSION, now 1): the
+/* proto.h - the udp link's wire format (UDP_PROTO_VERSION, now 3): the
  * header in front of every datagram, which makes a stream of reliable,
  * ordered packets per pair of endpoints out of UDP's datagrams.
  *
@@ -37,8 +37,10 @@
  * side that offered and got an offer back sends CONFIRM.  Each side
  * sends through shared memory only once the other holds its offer.
  *
- * check is a CRC-32C of the datagram with check zero: the kernel's UDP
- * checksum covers the wire, not a relay that rewrites it.  Fields are in
+ * check is a CRC-32C of what follows the wire header, then of the wire
+ * header with check zero (a kept packet's body is summed once, only its
+ * header again when it is sent again): the kernel's UDP checksum covers
+ * the wire, not a relay that rewrites it.  Fields are in
  * the sender's byte order (loom links join hosts of one architecture;
  * the magic tells). */
 #ifndef LOOM_UDP_PROTO_H
@@ -49,7 +51,7 @@
 #define UDP_MAGIC         0x4c55 /* "UL" little-endian */
 /* The format's version (also fi_info's protocol_version): a datagram of
  * another is dropped. */
-#define UDP_PROTO_VERSION 2
+#define UDP_PROTO_VERSION 3
 
 /* Wire values of udp_wire.type. */
 enum {
@@ -84,7 +86,7 @@ struct udp_wire {
 	uint16_t flags;   /* UDP_F_* */
 	uint16_t hdr_len; /* DATA: the engine header's size; ACK, MEET: 0 */
 	uint32_t len;     /* DATA: payload bytes after the engine header; MEET: offer's */
-	uint32_t check;   /* CRC-32C of the whole datagram with check 0 */
+	uint32_t check;   /* CRC-32C of the body, then of this header with check 0 */
 	uint64_t src_inc;
 	uint64_t dst_inc;
 	uint32_t epoch;     /* DATA, MEET: the sender's epoch toward the receiver */

@@ -94,5 +94,10 @@ int udp_wire_check(const void *buf, size_t len, size_t hdr_size, size_t max_payl
 
 /* CRC-32C (Castagnoli) of len bytes, carried on from crc (0 to begin). */
 uint32_t udp_crc32c(uint32_t crc, const void *data, size_t len);
+/* The same of len bytes at src, copied to dst on the way. */
+uint32_t udp_crc32c_copy(uint32_t crc, void *dst, const void *src, size_t len);
+/* The check field a datagram of len bytes at buf should carry (its own
+ * check field left out): see udp_wire.check. */
+uint32_t udp_wire_sum(const void *buf, size_t len);
 
 #endif
