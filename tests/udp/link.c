@@ -690,6 +690,16 @@ static void crc_checks(void)
 		pieces = udp_crc32c(pieces, big + at, LM_MIN(1000, sizeof(big) - at));
 	whole = udp_crc32c(0, big, sizeof(big));
 	CHECK_INT(whole, pieces);
+	/* Around the lengths where the pieces change method, from odd
+	 * addresses: whole against pieces of 7 bytes. */
+	for (size_t len = 1000; len < 1400; len += 13) {
+		uint32_t small = 0;
+
+		for (size_t i = 0; i < len; i += 7)
+			small = udp_crc32c(small, big + 11 + i, LM_MIN(7, len - i));
+		CHECK_INT(udp_crc32c(0, big + 11, len), small);
+		CHECK_INT(udp_crc32c_copy(0, copy + 1, big + 11, len), small);
+	}
 	CHECK_INT(udp_crc32c_copy(0, copy + 3, big, sizeof(big)), whole);
 	CHECK(!memcmp(copy + 3, big, sizeof(big)));
 	memset(copy, 0, sizeof(copy));
