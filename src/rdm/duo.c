@@ -455,6 +455,15 @@ static uint64_t duo_mark(struct lm_link *link, struct lm_link_peer *p)
 	           : 0;
 }
 
+/* Whatever the route is now, lent packets went by the network. */
+static void duo_unlend(struct lm_link *link, struct lm_link_peer *p)
+{
+	struct duo_link *l = duo_of(link);
+
+	if (p->np)
+		l->net->ops->unlend(l->net, p->np);
+}
+
 static bool duo_delivered(struct lm_link *link, struct lm_link_peer *p, uint64_t mark,
                           bool look)
 {
@@ -731,6 +740,7 @@ void lm_duo_init(struct lm_duo *d, const struct fi_provider *prov,
 	d->ops.send_words = duo_send_words;
 	d->ops.send_many = duo_send_many;
 	d->ops.mark = net->mark ? duo_mark : NULL;
+	d->ops.unlend = net->unlend ? duo_unlend : NULL;
 	d->ops.delivered = net->delivered ? duo_delivered : NULL;
 	d->ops.poll = duo_poll;
 	d->ops.idle = local->idle ? duo_idle : NULL;

@@ -85,11 +85,16 @@ struct lm_link_attr {
 	bool sparse_poll;
 };
 
-/* One packet of a batch (lm_link_ops.send_many). */
+/* One packet of a batch (lm_link_ops.send_many).  lent: the payload
+ * stays in place and unchanged until the packet is delivered (delivered
+ * turns true for a mark past it) or the engine calls unlend for the peer,
+ * so a link with unlend may send it from there, again too, where it
+ * would copy it; others copy it anyway. */
 struct lm_link_pkt {
 	const void *hdr;
 	const struct iovec *iov;
 	size_t iov_count;
+	bool lent;
 };
 
 /* Capabilities a link reports after open. */
@@ -183,6 +188,10 @@ struct lm_link_ops {
 	 * is out waits for that.  A link whose taken packets are out at
 	 * once leaves both NULL. */
 	uint64_t (*mark)(struct lm_link *link, struct lm_link_peer *peer);
+	/* Optional, with lent packets (lm_link_pkt): the link copies what it
+	 * still needs of the lent payloads of peer's packets into its own
+	 * buffers; the engine calls it before that memory is given back. */
+	void (*unlend)(struct lm_link *link, struct lm_link_peer *peer);
 	bool (*delivered)(struct lm_link *link, struct lm_link_peer *peer, uint64_t mark,
 	                  bool look);
 

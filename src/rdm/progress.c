@@ -109,6 +109,11 @@ void lm_rdm_tx_set_iov(struct lm_rdm_tx *tx, const struct iovec *iov, size_t cou
 
 void lm_rdm_tx_free(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
 {
+	if (tx->lent) { /* its memory goes back to the application */
+		tx->lent = false;
+		if (tx->peer->lp)
+			ep->link->ops->unlend(ep->link, tx->peer->lp);
+	}
 	if (tx->state == LM_TX_HELD)
 		ep->tx_held--;
 	lm_list_remove(&tx->node);
@@ -382,6 +387,10 @@ static ssize_t tx_stream(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
 	size_t piece = ep->link->max_payload;
 	size_t batch = ep->link->ops->send_many ? LM_STREAM_BATCH : 1;
 	size_t budget = LM_STREAM_BUDGET;
+	/* A transfer's memory is the application's until tx completes, on
+	 * the peer's answer to all of it (lm_rdm_tx_free gets it back); a
+	 * read's answer completes once it is out. */
+	bool lend = ep->link->ops->unlend && tx->op != LM_OP_READ_RESP;
 	struct lm_rdm_hdr h[LM_STREAM_BATCH];
 	struct iovec iov[LM_STREAM_BATCH][LM_IOV_LIMIT];
 	struct lm_link_pkt pkt[LM_STREAM_BATCH];
@@ -411,11 +420,13 @@ static ssize_t tx_stream(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
 			pkt[n].iov = iov[n];
 			pkt[n].iov_count =
 			    lm_rdm_iov_slice(tx->iov, tx->iov_count, off, len, iov[n]);
+			pkt[n].lent = lend;
 			off += len;
 		} while (++n < batch && n < budget && off < tx->len);
 		ret = link_send_many(ep, tx->peer, pkt, n);
 		if (ret < 0)
 			return ret;
+		tx->lent |= lend;
 		for (ssize_t i = 0; i < ret; i++)
 			tx->done += h[i].len;
 		budget -= (size_t)ret;

@@ -406,6 +406,7 @@ struct lm_rdm_tx {
 	uint64_t cq_flags; /* FI_SEND|FI_MSG..., FI_READ|FI_RMA..., for the entry */
 	bool report;       /* write a CQ entry on success */
 	bool fence;        /* FI_FENCE: starts once earlier requests to peer ended */
+	bool lent;         /* packets went lent (lm_link_pkt): unlend before free */
 	void *context;
 	const struct lm_rdm_report *rep; /* its context's, for its CQ (NULL: none) */
 	struct lm_cntr *cntr; /* incremented on completion */

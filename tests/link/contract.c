@@ -8,7 +8,9 @@
  *  - packets: thousands, of every size class up to max_payload, gathered
  *    from up to three pieces, both ways at once, each delivered once, in
  *    order, with the sender's address, its header and its bytes;
- *    send_words and send_many (where offered) the same as send;
+ *    send_words and send_many (where offered) the same as send, and so
+ *    send_many with the payload lent, the memory rewritten for the next
+ *    packet once unlend (where offered) returned;
  *  - back-pressure: A sends without B polling until the link refuses
  *    (-FI_EAGAIN) or a cap; then every packet taken arrives, once;
  *  - sleeping: B armed, its fd stays quiet with nothing sent and becomes
@@ -184,7 +186,7 @@ static void poll_both(struct end *a, struct end *b)
 	b->k->ops->poll(b->link, 64);
 }
 
-enum how { BY_SEND, BY_WORDS, BY_MANY };
+enum how { BY_SEND, BY_WORDS, BY_MANY, BY_LENT };
 
 /* Packet i from a to b: 0, -FI_EAGAIN, or an error. */
 static ssize_t send_one(struct end *a, uint64_t i, enum how how)
@@ -213,9 +215,19 @@ static ssize_t send_one(struct end *a, uint64_t i, enum how how)
 		return ops->send_words(a->link, a->peer, words, mask, buf, len);
 	}
 	if (how == BY_MANY && ops->send_many) {
-		struct lm_link_pkt p = {&h, iov, 3};
+		struct lm_link_pkt p = {&h, iov, 3, false};
 		ssize_t n = ops->send_many(a->link, a->peer, &p, 1);
 
+		return n == 1 ? 0 : n;
+	}
+	if (how == BY_LENT && ops->send_many) {
+		struct lm_link_pkt p = {&h, &(struct iovec){buf, len}, 1, true};
+		ssize_t n = ops->send_many(a->link, a->peer, &p, 1);
+
+		/* buf is the next packet's: what this one still needs is
+		 * the link's own after unlend. */
+		if (ops->unlend)
+			ops->unlend(a->link, a->peer);
 		return n == 1 ? 0 : n;
 	}
 	return ops->send(a->link, a->peer, &h, iov, 3);
@@ -265,11 +277,13 @@ static void addresses(struct end *a)
 
 static void packets(struct end *a, struct end *b)
 {
-	static const enum how hows[] = {BY_SEND, BY_WORDS, BY_MANY};
+	static const enum how hows[] = {BY_SEND, BY_WORDS, BY_MANY, BY_LENT};
+	const size_t n_how = LM_ARRAY_SIZE(hows);
 
 	/* Both ways at once, every way of sending, interleaved. */
 	for (uint64_t i = 0; i < NPKT; i++) {
-		if (send_retry(a, b, i, hows[i % 3]) || send_retry(b, a, i, hows[(i + 1) % 3])) {
+		if (send_retry(a, b, i, hows[i % n_how]) ||
+		    send_retry(b, a, i, hows[(i + 1) % n_how])) {
 			CHECK(0);
 			return;
 		}

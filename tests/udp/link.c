@@ -48,6 +48,7 @@ struct end {
 	struct sockaddr_in addr;
 	struct lm_link_peer *peer;
 	uint64_t next, got, bad, lost;
+	uint64_t lent_block; /* send_lent: the block last made ready */
 	const char *offer; /* NULL: none, no met */
 	struct met_log met;
 };
@@ -161,6 +162,32 @@ static ssize_t send_one(struct end *a, uint64_t i)
 	for (size_t k = 0; k < len; k++)
 		buf[k] = byte_of(i, k);
 	return udp_link_ops.send(a->link, a->peer, &h, &iov, 1);
+}
+
+/* Packet i of a's, its payload lent (lm_link_pkt): from a buffer of two
+ * blocks of 16 that the packets take in turn, so that up to 32 sit in
+ * the link's window sent from the application's memory, and sent again
+ * from there when lost.  Before a block is written again, unlend: what
+ * the link still needs of it becomes its own. */
+#define LENT_BLOCK 16
+static ssize_t send_lent(struct end *a, uint64_t i)
+{
+	static unsigned char buf[2][LENT_BLOCK][DGRAM_MAX];
+	unsigned char *at = buf[i / LENT_BLOCK % 2][i % LENT_BLOCK];
+	size_t len = len_of(a, i);
+	struct lm_rdm_hdr h = {.version = 1, .op = 3, .size = len, .tag = i, .data = ~i};
+	struct lm_link_pkt p = {&h, &(struct iovec){at, len}, 1, true};
+	ssize_t n;
+
+	if (i % LENT_BLOCK == 0 && i >= 2 * LENT_BLOCK && a->lent_block != i) {
+		udp_link_ops.unlend(a->link, a->peer);
+		memset(buf[i / LENT_BLOCK % 2], 0xee, sizeof(buf[0]));
+		a->lent_block = i;
+	}
+	for (size_t k = 0; k < len; k++)
+		at[k] = byte_of(i, k);
+	n = udp_link_ops.send_many(a->link, a->peer, &p, 1);
+	return n == 1 ? 0 : n;
 }
 
 /* ---- the relay --------------------------------------------------------------- */
@@ -292,8 +319,8 @@ static void relay_run(struct relay *r)
 /* ---- cases --------------------------------------------------------------------- */
 
 /* NPKT packets each way through a relay mangling at m: every one
- * delivered once, in order, intact. */
-static void through(const char *what, struct mangle m)
+ * delivered once, in order, intact; a's payloads lent when lend. */
+static void through_as(const char *what, struct mangle m, bool lend)
 {
 	struct end a, b;
 	struct relay r;
@@ -309,7 +336,7 @@ static void through(const char *what, struct mangle m)
 	CHECK_INT(udp_link_ops.peer_open(b.link, &r.addr[1], &b.peer), 0);
 	for (end = lm_now_ms() + WAIT_MS;
 	     (a.got < NPKT || b.got < NPKT) && lm_now_ms() < end;) {
-		while (sa < NPKT && !send_one(&a, sa))
+		while (sa < NPKT && !(lend ? send_lent(&a, sa) : send_one(&a, sa)))
 			sa++;
 		while (sb < NPKT && !send_one(&b, sb))
 			sb++;
@@ -333,6 +360,11 @@ static void through(const char *what, struct mangle m)
 	relay_close(&r);
 	end_close(&a);
 	end_close(&b);
+}
+
+static void through(const char *what, struct mangle m)
+{
+	through_as(what, m, false);
 }
 
 static bool readable(int fd, int ms)
@@ -729,6 +761,9 @@ int main(void)
 	        (struct mangle){.dup = 10, .reorder = 20});
 	through("corrupted", (struct mangle){.corrupt = 10});
 	through("everything", (struct mangle){.drop = 5, .dup = 5, .reorder = 10, .corrupt = 5});
+	through_as("10% loss, payloads lent", (struct mangle){.drop = 10}, true);
+	through_as("everything, payloads lent",
+	           (struct mangle){.drop = 5, .dup = 5, .reorder = 10, .corrupt = 5}, true);
 	restart();
 	stray();
 	meet(false);

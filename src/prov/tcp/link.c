@@ -1319,7 +1319,7 @@ static ssize_t send_pkts(struct tcp_link *l, struct lm_link_peer *p,
 static ssize_t tcp_link_send(struct lm_link *link, struct lm_link_peer *p,
                              const void *hdr, const struct iovec *iov, size_t iov_count)
 {
-	struct lm_link_pkt pkt = {hdr, iov, iov_count};
+	struct lm_link_pkt pkt = {hdr, iov, iov_count, false};
 	ssize_t n = send_pkts(lm_container_of(link, struct tcp_link, link), p, &pkt, 1);
 
 	return n < 0 ? n : 0;

@@ -98,6 +98,10 @@ struct udp_slot {
 	bool sacked; /* acknowledged selectively (kept: ack will pass it) */
 	bool fast;   /* sent again for a gap since its last timeout */
 	uint32_t body_crc; /* udp_crc32c of what follows the wire header */
+	/* A lent payload (lm_link_pkt): its last lent_len bytes are there,
+	 * not in buf, until the packet is acknowledged or unlend copies them. */
+	const uint8_t *lent;
+	size_t lent_len;
 };
 
 /* A packet that arrived ahead of a missing one. */
@@ -138,6 +142,7 @@ struct lm_link_peer {
 	/* Sending. */
 	uint32_t epoch;      /* ours toward it, from 1 */
 	uint64_t next, una;  /* next seq to give; oldest not acknowledged */
+	unsigned n_lent;     /* slots with a lent payload */
 	struct udp_slot tx[UDP_WINDOW];
 	double cwnd, ssthresh;
 	uint64_t srtt_us, rttvar_us, rto_us;
@@ -548,14 +553,23 @@ static void wire_head(struct udp_link *l, struct lm_link_peer *p, struct udp_wir
 		ack_fill(p, w);
 }
 
-static ssize_t dgram_send(struct udp_link *l, struct lm_link_peer *p, const void *buf,
-                          size_t len)
+/* One datagram of n pieces (1 or 2: sendto for one, the cheaper call). */
+static ssize_t dgram_sendv(struct udp_link *l, struct lm_link_peer *p,
+                           const struct iovec *iov, unsigned n_iov)
 {
 	ssize_t n;
 
 	for (int tries = 0; tries < 2; tries++) {
-		n = sendto(l->sock, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL, &p->addr.sa,
-		           lm_inet_len(l->family));
+		if (n_iov == 1)
+			n = sendto(l->sock, iov[0].iov_base, iov[0].iov_len,
+			           MSG_DONTWAIT | MSG_NOSIGNAL, &p->addr.sa, lm_inet_len(l->family));
+		else
+			n = sendmsg(l->sock,
+			            &(struct msghdr){.msg_name = &p->addr,
+			                             .msg_namelen = lm_inet_len(l->family),
+			                             .msg_iov = (struct iovec *)iov,
+			                             .msg_iovlen = n_iov},
+			            MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (n >= 0)
 			return 0;
 		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS)
@@ -565,6 +579,12 @@ static ssize_t dgram_send(struct udp_link *l, struct lm_link_peer *p, const void
 		l->errs = true;
 	}
 	return -FI_EAGAIN;
+}
+
+static ssize_t dgram_send(struct udp_link *l, struct lm_link_peer *p, const void *buf,
+                          size_t len)
+{
+	return dgram_sendv(l, p, &(struct iovec){(void *)buf, len}, 1);
 }
 
 static void ack_send(struct udp_link *l, struct lm_link_peer *p, uint16_t flags)
@@ -653,7 +673,9 @@ static void tx_drop(struct udp_link *l, struct lm_link_peer *p)
 	for (unsigned i = 0; i < UDP_WINDOW; i++) {
 		p->tx[i].len = 0;
 		p->tx[i].sent_us = 0;
+		p->tx[i].lent = NULL;
 	}
+	p->n_lent = 0;
 	tx_start(p);
 	busy_update(l, p);
 }
@@ -720,13 +742,25 @@ static void slot_seal(struct lm_link_peer *p, struct udp_slot *s)
 	w->check = wire_sum(w, s->body_crc);
 }
 
+/* s's datagram as pieces: its buffer, and the lent payload if any. */
+static unsigned slot_iov(const struct udp_slot *s, struct iovec *iov)
+{
+	iov[0] = (struct iovec){s->buf, s->len - (s->lent ? s->lent_len : 0)};
+	if (!s->lent)
+		return 1;
+	iov[1] = (struct iovec){(void *)s->lent, s->lent_len};
+	return 2;
+}
+
 static ssize_t slot_send(struct udp_link *l, struct lm_link_peer *p, struct udp_slot *s,
                          uint64_t now)
 {
 	ssize_t ret;
 
+	struct iovec iov[2];
+
 	slot_seal(p, s);
-	ret = dgram_send(l, p, s->buf, s->len);
+	ret = dgram_sendv(l, p, iov, slot_iov(s, iov));
 	if (ret) {
 		s->sent_us = 0;
 		p->unsent = l->unsent = true;
@@ -747,7 +781,7 @@ static void slots_send(struct udp_link *l, struct lm_link_peer *p, uint64_t firs
                        uint64_t now)
 {
 	struct mmsghdr m[UDP_BATCH];
-	struct iovec iov[UDP_BATCH];
+	struct iovec iov[UDP_BATCH][2];
 
 	while (first < p->next) {
 		unsigned n = 0;
@@ -757,11 +791,10 @@ static void slots_send(struct udp_link *l, struct lm_link_peer *p, uint64_t firs
 			struct udp_slot *s = &p->tx[(first + n) % UDP_WINDOW];
 
 			slot_seal(p, s);
-			iov[n] = (struct iovec){s->buf, s->len};
 			m[n].msg_hdr = (struct msghdr){.msg_name = &p->addr,
 			                               .msg_namelen = lm_inet_len(l->family),
-			                               .msg_iov = &iov[n],
-			                               .msg_iovlen = 1};
+			                               .msg_iov = iov[n],
+			                               .msg_iovlen = slot_iov(s, iov[n])};
 		}
 		sent = sendmmsg(l->sock, m, n, MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (sent < 0) {
@@ -787,30 +820,59 @@ static void slots_send(struct udp_link *l, struct lm_link_peer *p, uint64_t firs
 	}
 }
 
-/* Room for a packet of len bytes in s, which has less: a spare large
+/* A buffer for a packet of len bytes (*cap of them): a spare large
  * buffer, or one allocated. */
+static uint8_t *buf_take(struct udp_link *l, size_t len, size_t *cap)
+{
+	*cap = len > UDP_SLOT_SMALL ? l->dgram_max : len;
+	if (*cap > UDP_SLOT_SMALL && l->n_spare)
+		return l->spare[--l->n_spare];
+	return malloc(*cap);
+}
+
+/* Room for a packet of len bytes in s, which has less (what it held is
+ * not kept). */
 static int slot_fit(struct udp_link *l, struct udp_slot *s, size_t len)
 {
-	size_t cap = len > UDP_SLOT_SMALL ? l->dgram_max : len;
-	uint8_t *b;
+	size_t cap;
+	uint8_t *b = buf_take(l, len, &cap);
 
-	if (cap > UDP_SLOT_SMALL && l->n_spare) {
-		free(s->buf);
-		s->buf = l->spare[--l->n_spare];
-		s->cap = cap;
-		return 0;
-	}
-	b = realloc(s->buf, cap);
 	if (!b)
 		return -FI_EAGAIN;
+	free(s->buf);
 	s->buf = b;
 	s->cap = cap;
 	return 0;
 }
 
-/* s's packet was acknowledged: a large buffer goes to the spares. */
-static void slot_let_go(struct udp_link *l, struct udp_slot *s)
+/* s's lent payload copied into its own buffer. */
+static int slot_own(struct udp_link *l, struct lm_link_peer *p, struct udp_slot *s)
 {
+	size_t head = s->len - s->lent_len, cap = s->cap;
+	uint8_t *b = s->cap < s->len ? buf_take(l, s->len, &cap) : s->buf;
+
+	if (!b)
+		return -FI_ENOMEM;
+	if (b != s->buf) {
+		memcpy(b, s->buf, head);
+		free(s->buf);
+		s->buf = b;
+		s->cap = cap;
+	}
+	memcpy(b + head, s->lent, s->lent_len);
+	s->lent = NULL;
+	p->n_lent--;
+	return 0;
+}
+
+/* s's packet was acknowledged: a lent payload is the engine's again, a
+ * large buffer goes to the spares. */
+static void slot_let_go(struct udp_link *l, struct lm_link_peer *p, struct udp_slot *s)
+{
+	if (s->lent) {
+		s->lent = NULL;
+		p->n_lent--;
+	}
 	if (s->cap > UDP_SLOT_SMALL && l->n_spare < LM_ARRAY_SIZE(l->spare)) {
 		l->spare[l->n_spare++] = s->buf;
 		s->buf = NULL;
@@ -825,10 +887,13 @@ static void slot_let_go(struct udp_link *l, struct udp_slot *s)
 static ssize_t pkt_put(struct udp_link *l, struct lm_link_peer *p, uint8_t type,
                        uint16_t flags, const void *hdr, size_t hdr_len,
                        const struct iovec *iov, size_t iov_count, uint64_t now,
-                       bool later)
+                       bool later, bool lent)
 {
 	size_t plen = lm_iov_len(iov, iov_count);
 	size_t len = sizeof(struct udp_wire) + hdr_len + plen;
+	/* A large lent payload stays where it is: summed, not copied. */
+	bool borrow = lent && iov_count == 1 && plen > UDP_SLOT_SMALL;
+	size_t keep = borrow ? len - plen : len;
 	struct udp_slot *s;
 	struct udp_wire *w;
 	uint32_t body;
@@ -842,7 +907,7 @@ static ssize_t pkt_put(struct udp_link *l, struct lm_link_peer *p, uint8_t type,
 	    p->next - p->una >= UDP_WINDOW)
 		return -FI_EAGAIN;
 	s = &p->tx[p->next % UDP_WINDOW];
-	if (s->cap < len && slot_fit(l, s, len))
+	if (s->cap < keep && slot_fit(l, s, keep))
 		return -FI_EAGAIN;
 	w = (struct udp_wire *)s->buf;
 	wire_head(l, p, w, type);
@@ -854,10 +919,18 @@ static ssize_t pkt_put(struct udp_link *l, struct lm_link_peer *p, uint8_t type,
 	at = s->buf + sizeof(*w);
 	body = udp_crc32c_copy(0, at, hdr, hdr_len);
 	at += hdr_len;
-	for (size_t i = 0; i < iov_count; i++) {
-		if (iov[i].iov_len) /* its base may be NULL (Open MPI's empty messages) */
-			body = udp_crc32c_copy(body, at, iov[i].iov_base, iov[i].iov_len);
-		at += iov[i].iov_len;
+	s->lent = NULL;
+	if (borrow) {
+		body = udp_crc32c(body, iov[0].iov_base, plen);
+		s->lent = iov[0].iov_base;
+		s->lent_len = plen;
+		p->n_lent++;
+	} else {
+		for (size_t i = 0; i < iov_count; i++) {
+			if (iov[i].iov_len) /* its base may be NULL (Open MPI's empty messages) */
+				body = udp_crc32c_copy(body, at, iov[i].iov_base, iov[i].iov_len);
+			at += iov[i].iov_len;
+		}
 	}
 	s->body_crc = body;
 	s->len = len;
@@ -875,9 +948,10 @@ static ssize_t pkt_put(struct udp_link *l, struct lm_link_peer *p, uint8_t type,
 
 static ssize_t pkt_take(struct udp_link *l, struct lm_link_peer *p, const void *hdr,
                         const struct iovec *iov, size_t iov_count, uint64_t now,
-                        bool later)
+                        bool later, bool lent)
 {
-	return pkt_put(l, p, UDP_T_DATA, 0, hdr, l->hdr_size, iov, iov_count, now, later);
+	return pkt_put(l, p, UDP_T_DATA, 0, hdr, l->hdr_size, iov, iov_count, now, later,
+	               lent);
 }
 
 /* ---- the handshake (MEET) ----------------------------------------------------- */
@@ -889,7 +963,7 @@ static void meet_send(struct udp_link *l, struct lm_link_peer *p, uint16_t step)
 {
 	struct iovec iov = {(void *)l->offer, step == UDP_F_CONFIRM ? 0 : l->offer_len};
 
-	if (pkt_put(l, p, UDP_T_MEET, step, NULL, 0, &iov, 1, lm_now_us(), false) ==
+	if (pkt_put(l, p, UDP_T_MEET, step, NULL, 0, &iov, 1, lm_now_us(), false, false) ==
 	    -FI_EAGAIN)
 		p->meet_owed |= step;
 	else
@@ -954,7 +1028,7 @@ static ssize_t udp_link_send(struct lm_link *link, struct lm_link_peer *p, const
 {
 	struct udp_link *l = lm_container_of(link, struct udp_link, link);
 
-	return pkt_take(l, p, hdr, iov, iov_count, lm_now_us(), false);
+	return pkt_take(l, p, hdr, iov, iov_count, lm_now_us(), false, false);
 }
 
 static ssize_t udp_link_send_many(struct lm_link *link, struct lm_link_peer *p,
@@ -967,7 +1041,8 @@ static ssize_t udp_link_send_many(struct lm_link *link, struct lm_link_peer *p,
 
 	/* Taken, and sent UDP_SEND_BATCH at a time. */
 	for (i = 0; i < count; i++) {
-		ret = pkt_take(l, p, pkts[i].hdr, pkts[i].iov, pkts[i].iov_count, now, true);
+		ret = pkt_take(l, p, pkts[i].hdr, pkts[i].iov, pkts[i].iov_count, now, true,
+		               pkts[i].lent);
 		if (ret)
 			break;
 		if (p->next - first == UDP_SEND_BATCH) {
@@ -979,6 +1054,23 @@ static ssize_t udp_link_send_many(struct lm_link *link, struct lm_link_peer *p,
 	if (ret && ret != -FI_EAGAIN)
 		return i ? (ssize_t)i : ret;
 	return i ? (ssize_t)i : -FI_EAGAIN;
+}
+
+/* What p's packets still hold of lent payloads, copied.  Without the
+ * memory for it the packets cannot stay: p's stream is dropped and p
+ * taken for gone (what waits on it fails, as for a dead peer). */
+static void udp_link_unlend(struct lm_link *link, struct lm_link_peer *p)
+{
+	struct udp_link *l = lm_container_of(link, struct udp_link, link);
+
+	for (unsigned i = 0; p->n_lent && i < UDP_WINDOW; i++)
+		if (p->tx[i].lent && slot_own(l, p, &p->tx[i])) {
+			LM_WARN(udp_log_prov, FI_LOG_EP_DATA,
+			        "no memory to keep packets in flight: peer dropped\n");
+			tx_drop(l, p);
+			p->dead = true;
+			return;
+		}
 }
 
 /* The last packet taken for p; everything up to a mark is delivered once
@@ -1078,7 +1170,7 @@ static void on_ack(struct udp_link *l, struct lm_link_peer *p, const struct udp_
 		if (!s->sacked && s->tries == 1 && s->sent_us && now > s->sent_us)
 			rtt_sample(p, now - s->sent_us);
 		s->len = 0;
-		slot_let_go(l, s);
+		slot_let_go(l, p, s);
 		p->una++;
 		acked++;
 	}
@@ -1893,7 +1985,7 @@ static int udp6_link_open(void *ctx, const struct lm_link_attr *attr, const void
 	.name = "udp", .addr_to_str = lm_inet_to_str, .addr_str_max = UDP_ADDR_STR_MAX,  \
 	.close = udp_link_close, .peer_open = udp_link_peer_open,                        \
 	.peer_close = udp_link_peer_close, .send = udp_link_send,                        \
-	.send_many = udp_link_send_many, .mark = udp_link_mark,                          \
+	.send_many = udp_link_send_many, .mark = udp_link_mark, .unlend = udp_link_unlend,                          \
 	.delivered = udp_link_delivered, .poll = udp_link_poll, .arm = udp_link_arm,     \
 	.disarm = udp_link_disarm, .wake_after = udp_link_wake_after,                    \
 	.want_room = udp_link_want_room, .peer_alive = udp_link_peer_alive,              \
