@@ -720,6 +720,20 @@ err_local:
 	return ret;
 }
 
+const struct lm_link_ops *lm_duo_pick(struct lm_duo *d, bool both,
+                                      const struct fi_provider *prov,
+                                      const struct lm_link_ops *net, void *net_ctx,
+                                      const struct lm_link_ops *local, void **ctx)
+{
+	if (!both) {
+		*ctx = net_ctx;
+		return net;
+	}
+	lm_duo_init(d, prov, net, net_ctx, local, NULL);
+	*ctx = d;
+	return &d->ops;
+}
+
 void lm_duo_init(struct lm_duo *d, const struct fi_provider *prov,
                  const struct lm_link_ops *net, void *net_ctx,
                  const struct lm_link_ops *local, void *local_ctx)

@@ -34,4 +34,12 @@ void lm_duo_init(struct lm_duo *d, const struct fi_provider *prov,
                  const struct lm_link_ops *net, void *net_ctx,
                  const struct lm_link_ops *local, void *local_ctx);
 
+/* A network provider's domain: with both, the link of two in d (as
+ * lm_duo_init fills it), else net alone.  Returns the link ops for the
+ * engine's domain; *ctx is their context. */
+const struct lm_link_ops *lm_duo_pick(struct lm_duo *d, bool both,
+                                      const struct fi_provider *prov,
+                                      const struct lm_link_ops *net, void *net_ctx,
+                                      const struct lm_link_ops *local, void **ctx);
+
 #endif

@@ -816,6 +816,14 @@ static bool any_gone(struct lm_rdm_ep *ep)
 	return gone;
 }
 
+/* p's requests failed: its link peer starts afresh (a send reconnects,
+ * or fails again). */
+static void peer_reset_now(struct lm_rdm_ep *ep, struct lm_rdm_peer *p)
+{
+	ep->link->ops->peer_reset(ep->link, p->lp);
+	lm_rdm_peer_revive(p);
+}
+
 static void check_peers(struct lm_rdm_ep *ep)
 {
 	struct lm_list *it, *tmp;
@@ -848,14 +856,9 @@ static void check_peers(struct lm_rdm_ep *ep)
 			lm_bufpool_free(&ep->ctl_pool, c);
 		}
 	}
-	/* Everything with the dead peers failed above: they may be tried
-	 * afresh (a send reconnects, or fails again). */
-	while ((it = lm_list_pop_front(&ep->revive))) {
-		struct lm_rdm_peer *p = lm_container_of(it, struct lm_rdm_peer, revive);
-
-		ep->link->ops->peer_reset(ep->link, p->lp);
-		lm_rdm_peer_revive(p);
-	}
+	/* Everything with the dead peers failed above. */
+	while ((it = lm_list_pop_front(&ep->revive)))
+		peer_reset_now(ep, lm_container_of(it, struct lm_rdm_peer, revive));
 }
 
 void lm_rdm_peer_afresh(struct lm_rdm_ep *ep, struct lm_rdm_peer *p, uint64_t gen)
@@ -873,8 +876,7 @@ void lm_rdm_peer_afresh(struct lm_rdm_ep *ep, struct lm_rdm_peer *p, uint64_t ge
 		lm_list_remove(&p->revive);
 	p->dead = true;
 	lm_rdm_fail_peer(ep, p, FI_EIO);
-	ops->peer_reset(ep->link, p->lp);
-	lm_rdm_peer_revive(p);
+	peer_reset_now(ep, p);
 }
 
 /* Read the link while less than max bytes of unexpected data are held

@@ -179,6 +179,8 @@ static int tcp_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 {
 	struct lm_fabric *fab = lm_container_of(fabric, struct lm_fabric, fabric_fid);
 	struct tcp_domain *d;
+	const struct lm_link_ops *ops;
+	void *ctx;
 	int ret;
 
 	if (!info || !info->domain_attr)
@@ -190,13 +192,9 @@ static int tcp_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 	if (!d)
 		return -FI_ENOMEM;
 	tcp_params_read(&d->params);
-	if (d->params.enable_shm)
-		lm_duo_init(&d->duo, &tcp_prov, link_ops_of(info), &d->params, &shm_link_ops,
-		            NULL);
-	ret = lm_rdm_domain_init(&d->rdm, fab, info,
-	                         d->params.enable_shm ? &d->duo.ops : link_ops_of(info),
-	                         d->params.enable_shm ? (void *)&d->duo : &d->params,
-	                         context);
+	ops = lm_duo_pick(&d->duo, d->params.enable_shm, &tcp_prov, link_ops_of(info),
+	                  &d->params, &shm_link_ops, &ctx);
+	ret = lm_rdm_domain_init(&d->rdm, fab, info, ops, ctx, context);
 	if (ret) {
 		free(d);
 		return ret;
