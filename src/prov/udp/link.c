@@ -288,14 +288,14 @@ crc_run(uint32_t crc, uint8_t *d, const uint8_t *p, size_t len, const bool copy)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	uint64_t c = crc;
+	size_t at = 0; /* d is only touched (and may be NULL) without copy */
 
 	if (len >= 3 * CRC_LANE)
 		pthread_once(&once, crc_lanes_init);
-	for (; len >= 3 * CRC_LANE; p += 3 * CRC_LANE, d += copy ? 3 * CRC_LANE : 0,
-	                            len -= 3 * CRC_LANE) {
+	for (; len - at >= 3 * CRC_LANE; at += 3 * CRC_LANE) {
 		uint64_t c1 = 0, c2 = 0;
 
-		for (size_t i = 0; i < CRC_LANE; i += 8) {
+		for (size_t i = at; i < at + CRC_LANE; i += 8) {
 			uint64_t w0, w1, w2;
 
 			memcpy(&w0, p + i, 8);
@@ -313,19 +313,19 @@ crc_run(uint32_t crc, uint8_t *d, const uint8_t *p, size_t len, const bool copy)
 		c = crc_mulmod(crc_lane2, (uint32_t)c) ^ crc_mulmod(crc_lane1, (uint32_t)c1) ^
 		    (uint32_t)c2;
 	}
-	for (; len >= 8; p += 8, d += copy ? 8 : 0, len -= 8) {
+	for (; len - at >= 8; at += 8) {
 		uint64_t w;
 
-		memcpy(&w, p, 8);
+		memcpy(&w, p + at, 8);
 		c = _mm_crc32_u64(c, w);
 		if (copy)
-			memcpy(d, &w, 8);
+			memcpy(d + at, &w, 8);
 	}
 	crc = (uint32_t)c;
-	for (; len; p++, d += copy ? 1 : 0, len--) {
-		crc = _mm_crc32_u8(crc, *p);
+	for (; at < len; at++) {
+		crc = _mm_crc32_u8(crc, p[at]);
 		if (copy)
-			*d = *p;
+			d[at] = p[at];
 	}
 	return crc;
 }
@@ -372,6 +372,7 @@ crc_fold_run(uint32_t crc, uint8_t *d, const uint8_t *p, size_t len, const bool 
 	__m512i x[4], k;
 	uint64_t c = 0;
 	uint64_t rest[FOLD_BYTES / 8];
+	size_t at; /* as in crc_run */
 
 	pthread_once(&once, fold_init);
 	k = _mm512_broadcast_i32x4(_mm_set_epi64x((long long)fold_k[1], (long long)fold_k[0]));
@@ -382,15 +383,12 @@ crc_fold_run(uint32_t crc, uint8_t *d, const uint8_t *p, size_t len, const bool 
 	}
 	/* The register so far, added to the first four bytes. */
 	x[0] = _mm512_xor_si512(x[0], _mm512_zextsi128_si512(_mm_cvtsi32_si128((int)crc)));
-	p += FOLD_BYTES;
-	d += copy ? FOLD_BYTES : 0;
-	len -= FOLD_BYTES;
-	for (; len >= FOLD_BYTES; p += FOLD_BYTES, d += copy ? FOLD_BYTES : 0, len -= FOLD_BYTES)
+	for (at = FOLD_BYTES; len - at >= FOLD_BYTES; at += FOLD_BYTES)
 		for (int i = 0; i < 4; i++) {
-			__m512i next = _mm512_loadu_si512(p + 64 * i);
+			__m512i next = _mm512_loadu_si512(p + at + 64 * i);
 
 			if (copy)
-				_mm512_storeu_si512(d + 64 * i, next);
+				_mm512_storeu_si512(d + at + 64 * i, next);
 			x[i] = _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(x[i], k, 0x00),
 			                                 _mm512_clmulepi64_epi128(x[i], k, 0x11),
 			                                 next, 0x96);
@@ -399,7 +397,7 @@ crc_fold_run(uint32_t crc, uint8_t *d, const uint8_t *p, size_t len, const bool 
 		_mm512_storeu_si512(rest + 8 * i, x[i]);
 	for (size_t i = 0; i < FOLD_BYTES / 8; i++)
 		c = _mm_crc32_u64(c, rest[i]);
-	return crc_run((uint32_t)c, d, p, len, copy);
+	return crc_run((uint32_t)c, copy ? d + at : NULL, p + at, len - at, copy);
 }
 
 __attribute__((target(FOLD_TARGET))) static uint32_t crc_fold(uint32_t crc, const uint8_t *p,
@@ -755,9 +753,8 @@ static unsigned slot_iov(const struct udp_slot *s, struct iovec *iov)
 static ssize_t slot_send(struct udp_link *l, struct lm_link_peer *p, struct udp_slot *s,
                          uint64_t now)
 {
-	ssize_t ret;
-
 	struct iovec iov[2];
+	ssize_t ret;
 
 	slot_seal(p, s);
 	ret = dgram_sendv(l, p, iov, slot_iov(s, iov));
@@ -1985,8 +1982,9 @@ static int udp6_link_open(void *ctx, const struct lm_link_attr *attr, const void
 	.name = "udp", .addr_to_str = lm_inet_to_str, .addr_str_max = UDP_ADDR_STR_MAX,  \
 	.close = udp_link_close, .peer_open = udp_link_peer_open,                        \
 	.peer_close = udp_link_peer_close, .send = udp_link_send,                        \
-	.send_many = udp_link_send_many, .mark = udp_link_mark, .unlend = udp_link_unlend,                          \
-	.delivered = udp_link_delivered, .poll = udp_link_poll, .arm = udp_link_arm,     \
+	.send_many = udp_link_send_many, .mark = udp_link_mark,                          \
+	.unlend = udp_link_unlend, .delivered = udp_link_delivered,                      \
+	.poll = udp_link_poll, .arm = udp_link_arm,                                      \
 	.disarm = udp_link_disarm, .wake_after = udp_link_wake_after,                    \
 	.want_room = udp_link_want_room, .peer_alive = udp_link_peer_alive,              \
 	.peer_reset = udp_link_peer_reset, .peer_connect = udp_link_peer_connect,        \
