@@ -367,6 +367,83 @@ static void through(const char *what, struct mangle m)
 	through_as(what, m, false);
 }
 
+/* Packets i.. of a's, up to n in one send_many: full ones, and every
+ * 13th shorter, ending a run of equal ones.  Returns how many it took. */
+static ssize_t send_run(struct end *a, uint64_t i, unsigned n)
+{
+	static unsigned char buf[64][DGRAM_MAX];
+	struct lm_rdm_hdr h[64];
+	struct iovec iov[64];
+	struct lm_link_pkt p[64];
+
+	n = n > 64 ? 64 : n;
+	for (unsigned k = 0; k < n; k++) {
+		uint64_t j = i + k;
+		size_t len = j % 13 == 12 ? j % a->link->max_payload : a->link->max_payload;
+
+		for (size_t o = 0; o < len; o++)
+			buf[k][o] = byte_of(j, o);
+		h[k] = (struct lm_rdm_hdr){.version = 1, .op = 3, .size = len, .tag = j, .data = ~j};
+		iov[k] = (struct iovec){buf[k], len};
+		p[k] = (struct lm_link_pkt){&h[k], &iov[k], 1, false};
+	}
+	return udp_link_ops.send_many(a->link, a->peer, p, n);
+}
+
+/* The kernel's batching (UDP_SEGMENT, UDP_GRO) at a 1500-byte MTU, where
+ * datagrams are small enough to share a send: NPKT packets from a to b,
+ * many to a send_many, every one delivered once, in order, intact.
+ * Straight, b's reads must take some joined by the kernel; through a
+ * relay that loses and reorders (its plain sockets read them one by
+ * one), the cut sends must come apart right.  Either way a's sends must
+ * have been cut by the kernel: this case fails if batching is off. */
+static void batched(const char *what, struct mangle m, bool relay)
+{
+	struct udp_params plain = params;
+	struct end a, b;
+	struct relay r;
+	uint64_t sa = 0, end, cut, joined, bcut;
+
+	params.mtu = 1500;
+	params.gso = true;
+	if (end_open(&a, "a", NULL) || end_open(&b, "b", NULL) ||
+	    (relay && relay_open(&r, &a, &b, m))) {
+		params = plain;
+		CHECK(0);
+		return;
+	}
+	params = plain;
+	CHECK_INT(udp_link_ops.peer_open(a.link, relay ? &r.addr[0] : &b.addr, &a.peer), 0);
+	CHECK_INT(udp_link_ops.peer_open(b.link, relay ? &r.addr[1] : &a.addr, &b.peer), 0);
+	for (end = lm_now_ms() + WAIT_MS; b.got < NPKT && lm_now_ms() < end;) {
+		ssize_t n = sa < NPKT ? send_run(&a, sa, (unsigned)(NPKT - sa)) : 0;
+
+		if (n > 0)
+			sa += (uint64_t)n;
+		if (relay)
+			relay_run(&r);
+		udp_link_ops.poll(b.link, 64);
+		udp_link_ops.poll(a.link, 64);
+		if (relay)
+			relay_run(&r);
+	}
+	udp_link_batching(a.link, &cut, &joined);
+	udp_link_batching(b.link, &bcut, &joined);
+	fprintf(stderr, "batched, %s: %llu of %d delivered; %llu sends cut, %llu reads joined\n",
+	        what, (unsigned long long)b.got, NPKT, (unsigned long long)cut,
+	        (unsigned long long)joined);
+	CHECK_INT(b.got, NPKT);
+	CHECK_INT(b.bad, 0);
+	CHECK_INT(a.lost + b.lost, 0);
+	CHECK(cut > 0);
+	if (!relay)
+		CHECK(joined > 0);
+	if (relay)
+		relay_close(&r);
+	end_close(&a);
+	end_close(&b);
+}
+
 static bool readable(int fd, int ms)
 {
 	struct pollfd p = {.fd = fd, .events = POLLIN};
@@ -764,6 +841,8 @@ int main(void)
 	through_as("10% loss, payloads lent", (struct mangle){.drop = 10}, true);
 	through_as("everything, payloads lent",
 	           (struct mangle){.drop = 5, .dup = 5, .reorder = 10, .corrupt = 5}, true);
+	batched("straight", (struct mangle){0}, false);
+	batched("10% loss, reordered", (struct mangle){.drop = 10, .reorder = 20}, true);
 	restart();
 	stray();
 	meet(false);

@@ -16,6 +16,7 @@
 #include <linux/errqueue.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -47,6 +48,11 @@
  * a 1 MiB ping-pong 1.08x slower; 4 at a time made it 0.96x and a 1 MiB
  * stream 1.08x faster than one sendto each (2 at a time: 0.95x, 1.06x). */
 #define UDP_SEND_BATCH 4
+/* Kernel batching (FI_UDP_GSO): the datagrams one send has the kernel cut
+ * at most (older kernels' UDP_MAX_SEGMENTS), and the buffer a read of
+ * datagrams the kernel joined needs. */
+#define UDP_GSO_SEGS 64
+#define UDP_GRO_BUF  65536
 /* A poll whose packets carried at most this many payload bytes holds
  * their acknowledgement for the application's next call (acks_hold). */
 #define UDP_HOLD_BYTES 4096
@@ -172,7 +178,17 @@ struct udp_link {
 	union lm_inet_addr self;
 	uint64_t inc;
 	size_t hdr_size;
-	size_t dgram_max; /* largest datagram we send or take */
+	size_t dgram_max; /* largest datagram we take */
+	size_t rx_payload_max; /* the payload of that */
+	/* Kernel batching (params->gso): a stream's datagrams leave up to
+	 * gso_segs to a send, cut by the kernel (UDP_SEGMENT; our datagrams
+	 * are a multiple of 8 bytes long, so each of a joined read's lies
+	 * aligned); a read may hold several the kernel joined (UDP_GRO),
+	 * their size in rctl[]. */
+	bool gso, gro;
+	unsigned gso_segs;
+	uint8_t *rseg; /* a joined datagram that lies unaligned, copied */
+	char rctl[UDP_BATCH][CMSG_SPACE(sizeof(int))];
 	lm_link_recv_fn recv;
 	void (*on_lost)(void *arg, const void *src_addr);
 	void *arg;
@@ -198,6 +214,7 @@ struct udp_link {
 	uint64_t log_ms;
 	/* Counts for the log at close. */
 	uint64_t n_sent, n_resent, n_timeouts, n_dup, n_ooo;
+	uint64_t n_cut, n_joined; /* sends the kernel cut, reads it joined */
 	/* recvmmsg's buffers. */
 	bool quiet; /* the last read found nothing (read_dgrams) */
 	struct mmsghdr rmsg[UDP_BATCH];
@@ -771,49 +788,109 @@ static ssize_t slot_send(struct udp_link *l, struct lm_link_peer *p, struct udp_
 	return 0;
 }
 
+/* The slots from seq first (before end) that one datagram send takes:
+ * one, or with the kernel cutting (l->gso) a run of equal length, the
+ * last maybe shorter, up to UDP_DGRAM_MAX bytes in all; their pieces go
+ * to iov (2 a slot at most).  Returns how many, *n_iov the pieces; the
+ * cut size goes in ctl when it is more than one. */
+static unsigned run_of(struct udp_link *l, struct lm_link_peer *p, uint64_t first,
+                       uint64_t end, struct iovec *iov, size_t *n_iov, struct msghdr *h,
+                       char *ctl)
+{
+	size_t seg = p->tx[first % UDP_WINDOW].len, total = 0;
+	unsigned k = 0;
+
+	*n_iov = 0;
+	while (first + k < end && k < (l->gso ? l->gso_segs : 1)) {
+		struct udp_slot *s = &p->tx[(first + k) % UDP_WINDOW];
+
+		if (s->len > seg || total + s->len > UDP_DGRAM_MAX)
+			break;
+		slot_seal(p, s);
+		*n_iov += slot_iov(s, iov + *n_iov);
+		total += s->len;
+		k++;
+		if (s->len < seg)
+			break;
+	}
+	if (k > 1) {
+		struct cmsghdr *c;
+
+		h->msg_control = ctl;
+		h->msg_controllen = CMSG_SPACE(sizeof(uint16_t));
+		c = CMSG_FIRSTHDR(h);
+		c->cmsg_level = SOL_UDP;
+		c->cmsg_type = UDP_SEGMENT;
+		c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+		memcpy(CMSG_DATA(c), &(uint16_t){(uint16_t)seg}, sizeof(uint16_t));
+	}
+	return k;
+}
+
 /* Send p's slots from seq first up to p->next (taken, not sent yet), up
- * to UDP_BATCH datagrams a system call (sendmmsg).  What the socket has no
- * room for is left to the next poll, as slot_send leaves it. */
+ * to UDP_BATCH datagram sends a system call (sendmmsg), each of one slot
+ * or of a run the kernel cuts (run_of).  What the socket has no room for
+ * is left to the next poll, as slot_send leaves it.  A kernel that
+ * refuses to cut (a device without checksum offload: EIO) gets each
+ * datagram alone from then on. */
 static void slots_send(struct udp_link *l, struct lm_link_peer *p, uint64_t first,
                        uint64_t now)
 {
 	struct mmsghdr m[UDP_BATCH];
-	struct iovec iov[UDP_BATCH][2];
+	unsigned runs[UDP_BATCH];
+	struct iovec iov[2 * UDP_WINDOW];
+	char ctl[UDP_BATCH][CMSG_SPACE(sizeof(uint16_t))];
 
 	while (first < p->next) {
-		unsigned n = 0;
+		unsigned n = 0, k = 0;
+		size_t used = 0;
 		int sent;
 
-		for (; n < UDP_BATCH && first + n < p->next; n++) {
-			struct udp_slot *s = &p->tx[(first + n) % UDP_WINDOW];
+		memset(m, 0, sizeof(m));
+		for (; n < UDP_BATCH && first + k < p->next; n++) {
+			size_t n_iov;
 
-			slot_seal(p, s);
-			m[n].msg_hdr = (struct msghdr){.msg_name = &p->addr,
-			                               .msg_namelen = lm_inet_len(l->family),
-			                               .msg_iov = iov[n],
-			                               .msg_iovlen = slot_iov(s, iov[n])};
+			m[n].msg_hdr.msg_name = &p->addr;
+			m[n].msg_hdr.msg_namelen = lm_inet_len(l->family);
+			m[n].msg_hdr.msg_iov = iov + used;
+			runs[n] = run_of(l, p, first + k, p->next, iov + used, &n_iov,
+			                 &m[n].msg_hdr, ctl[n]);
+			m[n].msg_hdr.msg_iovlen = n_iov;
+			used += n_iov;
+			k += runs[n];
 		}
 		sent = sendmmsg(l->sock, m, n, MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (sent < 0) {
+			if (l->gso && k > n && (errno == EIO || errno == EINVAL || errno == EMSGSIZE)) {
+				LM_INFO(udp_log_prov, FI_LOG_EP_DATA,
+				        "the kernel does not cut datagrams here (%s): "
+				        "sending each alone\n", strerror(errno));
+				l->gso = false;
+				continue;
+			}
 			/* An earlier datagram's error (IP_RECVERR) is read
 			 * later; these go again from the next poll. */
 			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != ENOBUFS)
 				l->errs = true;
 			sent = 0;
 		}
+		k = 0;
 		for (int i = 0; i < sent; i++) {
-			struct udp_slot *s = &p->tx[(first + (unsigned)i) % UDP_WINDOW];
+			l->n_cut += runs[i] > 1;
+			for (unsigned j = 0; j < runs[i]; j++, k++) {
+				struct udp_slot *s = &p->tx[(first + k) % UDP_WINDOW];
 
-			s->sent_us = now;
-			s->tries++;
-			l->n_sent++;
+				s->sent_us = now;
+				s->tries++;
+				l->n_sent++;
+			}
 		}
+		first += k;
 		if ((unsigned)sent < n) {
 			p->unsent = l->unsent = true;
 			busy_update(l, p);
 			return;
 		}
-		first += n;
 	}
 }
 
@@ -1036,13 +1113,16 @@ static ssize_t udp_link_send_many(struct lm_link *link, struct lm_link_peer *p,
 	ssize_t ret = 0;
 	size_t i;
 
-	/* Taken, and sent UDP_SEND_BATCH at a time. */
+	/* Taken, and sent UDP_SEND_BATCH at a time, or as many as one send
+	 * takes when the kernel cuts them. */
+	unsigned batch = l->gso ? l->gso_segs : UDP_SEND_BATCH;
+
 	for (i = 0; i < count; i++) {
 		ret = pkt_take(l, p, pkts[i].hdr, pkts[i].iov, pkts[i].iov_count, now, true,
 		               pkts[i].lent);
 		if (ret)
 			break;
-		if (p->next - first == UDP_SEND_BATCH) {
+		if (p->next - first == batch) {
 			slots_send(l, p, first, now);
 			first = p->next;
 		}
@@ -1272,7 +1352,7 @@ static int on_dgram(struct udp_link *l, const uint8_t *buf, size_t len,
 {
 	struct udp_wire w;
 	struct lm_link_peer *p;
-	int ret = udp_wire_check(buf, len, l->hdr_size, l->link.max_payload);
+	int ret = udp_wire_check(buf, len, l->hdr_size, l->rx_payload_max);
 
 	if (ret) {
 		drop_log(l, ret == -FI_EIO ? "check failed" : "malformed");
@@ -1506,7 +1586,7 @@ static int read_dgrams(struct udp_link *l, int want)
 {
 	int got;
 
-	if (l->quiet) {
+	if (l->quiet && !l->gro) {
 		socklen_t alen = sizeof(l->rfrom[0]);
 		ssize_t n = recvfrom(l->sock, l->riov[0].iov_base, l->riov[0].iov_len,
 		                     MSG_DONTWAIT | MSG_TRUNC, &l->rfrom[0].sa, &alen);
@@ -1519,11 +1599,67 @@ static int read_dgrams(struct udp_link *l, int want)
 		l->quiet = false;
 		return 1;
 	}
-	for (int i = 0; i < want; i++)
+	for (int i = 0; i < want; i++) {
 		l->rmsg[i].msg_hdr.msg_namelen = sizeof(union lm_inet_addr);
+		if (l->gro)
+			l->rmsg[i].msg_hdr.msg_controllen = sizeof(l->rctl[i]);
+	}
+	if (l->quiet) { /* recvmsg: the joined size comes as a control message */
+		ssize_t n = recvmsg(l->sock, &l->rmsg[0].msg_hdr, MSG_DONTWAIT);
+
+		if (n < 0)
+			return -1;
+		l->rmsg[0].msg_len = (unsigned)n;
+		l->quiet = false;
+		return 1;
+	}
 	got = recvmmsg(l->sock, l->rmsg, (unsigned)want, MSG_DONTWAIT, NULL);
 	l->quiet = got <= 0;
 	return got;
+}
+
+/* The size of the datagrams the kernel joined into what h read; 0: one. */
+static size_t joined_size(struct msghdr *h)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(h); c; c = CMSG_NXTHDR(h, c)) {
+		int seg;
+
+		if (c->cmsg_level != SOL_UDP || c->cmsg_type != UDP_GRO ||
+		    c->cmsg_len < CMSG_LEN(sizeof(seg)))
+			continue;
+		memcpy(&seg, CMSG_DATA(c), sizeof(seg));
+		return seg > 0 ? (size_t)seg : 0;
+	}
+	return 0;
+}
+
+/* What one read took from `from`: a datagram, or several the kernel
+ * joined, each taken apart.  Returns packets handed to the engine. */
+static int on_read(struct udp_link *l, struct mmsghdr *r, const union lm_inet_addr *from,
+                   uint64_t now)
+{
+	const uint8_t *buf = r->msg_hdr.msg_iov->iov_base;
+	size_t len = r->msg_len, seg = l->gro ? joined_size(&r->msg_hdr) : 0;
+	int n = 0;
+
+	if (!seg || seg >= len)
+		return on_dgram(l, buf, len, from, now);
+	if (seg > l->dgram_max) {
+		drop_log(l, "joined datagrams larger than ours");
+		return 0;
+	}
+	l->n_joined++;
+	for (size_t off = 0; off < len; off += seg) {
+		const uint8_t *d = buf + off;
+		size_t dlen = LM_MIN(seg, len - off);
+
+		if ((uintptr_t)d % 8) { /* not cut where we cut */
+			memcpy(l->rseg, d, dlen);
+			d = l->rseg;
+		}
+		n += on_dgram(l, d, dlen, from, now);
+	}
+	return n;
 }
 
 static int udp_link_poll(struct lm_link *link, int budget)
@@ -1558,7 +1694,7 @@ static int udp_link_poll(struct lm_link *link, int budget)
 			drop_log(l, "truncated or of another family");
 			continue;
 		}
-		n += on_dgram(l, l->riov[i].iov_base, l->rmsg[i].msg_len, &from, now);
+		n += on_read(l, &l->rmsg[i], &from, now);
 	}
 	if (!lm_list_empty(&l->busy)) {
 		l->unsent = false;
@@ -1729,6 +1865,13 @@ size_t udp_dgram_max(const struct udp_params *params, const union lm_inet_addr *
 	return LM_MIN((size_t)mtu - UDP_IP_OVERHEAD, (size_t)UDP_DGRAM_MAX);
 }
 
+size_t udp_link_payload(const struct udp_params *params, const union lm_inet_addr *a,
+                        size_t hdr_size)
+{
+	/* Our datagrams a multiple of 8 bytes long (see udp_link.gso). */
+	return (udp_dgram_max(params, a) & ~(size_t)7) - sizeof(struct udp_wire) - hdr_size;
+}
+
 /* The MTU of the interface that holds address a; 0 when none does. */
 static int iface_mtu(const union lm_inet_addr *a)
 {
@@ -1806,7 +1949,22 @@ static void link_free(struct udp_link *l)
 		if (fds[i] >= 0)
 			close(fds[i]);
 	free(l->rbuf);
+	free(l->rseg);
 	free(l);
+}
+
+/* Kernel batching, where the parameter allows it, the kernel has it, and
+ * a datagram is small enough for two to share a send. */
+static void kernel_batching(struct udp_link *l)
+{
+	int one = 1, seg;
+	socklen_t len = sizeof(seg);
+
+	if (!l->params->gso || 2 * l->dgram_max > UDP_DGRAM_MAX)
+		return;
+	l->gso = !getsockopt(l->sock, SOL_UDP, UDP_SEGMENT, &seg, &len);
+	l->gso_segs = (unsigned)LM_MIN((size_t)UDP_GSO_SEGS, UDP_DGRAM_MAX / l->dgram_max);
+	l->gro = !setsockopt(l->sock, SOL_UDP, UDP_GRO, &one, sizeof(one));
 }
 
 static int link_open(int family, void *ctx, const struct lm_link_attr *attr,
@@ -1855,24 +2013,30 @@ static int link_open(int family, void *ctx, const struct lm_link_attr *attr,
 		ret = -FI_EINVAL;
 		goto err;
 	}
+	l->rx_payload_max = l->dgram_max - sizeof(struct udp_wire) - l->hdr_size;
+	kernel_batching(l);
 	/* Each datagram at a multiple of 64 bytes: its headers are read in
 	 * place, as structs (1452 bytes, a 1500-byte MTU's, would leave
 	 * every other one misaligned). */
-	stride = (l->dgram_max + 63) & ~(size_t)63;
+	stride = l->gro ? UDP_GRO_BUF : (l->dgram_max + 63) & ~(size_t)63;
 	l->rbuf = malloc(UDP_BATCH * stride);
-	if (!l->rbuf) {
+	l->rseg = l->gro ? malloc(l->dgram_max) : NULL;
+	if (!l->rbuf || (l->gro && !l->rseg)) {
 		ret = -FI_ENOMEM;
 		goto err;
 	}
 	for (int i = 0; i < UDP_BATCH; i++) {
-		l->riov[i] = (struct iovec){l->rbuf + (size_t)i * stride, l->dgram_max};
+		l->riov[i] = (struct iovec){l->rbuf + (size_t)i * stride,
+		                            l->gro ? UDP_GRO_BUF : l->dgram_max};
 		l->rmsg[i].msg_hdr = (struct msghdr){.msg_name = &l->rfrom[i],
 		                                     .msg_iov = &l->riov[i],
 		                                     .msg_iovlen = 1};
+		if (l->gro)
+			l->rmsg[i].msg_hdr.msg_control = l->rctl[i];
 	}
 	l->link.ops = family == AF_INET6 ? &udp6_link_ops : &udp_link_ops;
 	l->link.fd = l->epfd;
-	l->link.max_payload = l->dgram_max - sizeof(struct udp_wire) - l->hdr_size;
+	l->link.max_payload = udp_link_payload(params, &a, l->hdr_size);
 	l->link.inline_max = 0;
 	/* A death is noticed by probing (peer_alive), not told. */
 	l->link.caps = LM_LINK_TELLS_DELIVERY;
@@ -1934,11 +2098,21 @@ static void udp_link_close(struct lm_link *link)
 	LM_INFO(udp_log_prov, FI_LOG_EP_DATA,
 	        "closing: %llu datagrams sent, %llu of them again (%llu timeouts); "
 	        "%llu duplicates and %llu out of order received; %llu held "
-	        "acknowledgements sent by the keeper\n",
+	        "acknowledgements sent by the keeper; %llu sends cut and %llu reads "
+	        "joined by the kernel\n",
 	        (unsigned long long)l->n_sent, (unsigned long long)l->n_resent,
 	        (unsigned long long)l->n_timeouts, (unsigned long long)l->n_dup,
-	        (unsigned long long)l->n_ooo, (unsigned long long)l->kept.fired);
+	        (unsigned long long)l->n_ooo, (unsigned long long)l->kept.fired,
+	        (unsigned long long)l->n_cut, (unsigned long long)l->n_joined);
 	link_free(l);
+}
+
+void udp_link_batching(const struct lm_link *link, uint64_t *cut, uint64_t *joined)
+{
+	const struct udp_link *l = lm_container_of(link, const struct udp_link, link);
+
+	*cut = l->n_cut;
+	*joined = l->n_joined;
 }
 
 static int udp_link_peer_open(struct lm_link *link, const void *addr,

@@ -36,6 +36,9 @@ void udp_params_read(struct udp_params *params)
 	lm_param_int_range(&udp_prov, "sockbuf", 0, INT_MAX, &params->sockbuf);
 	fi_param_get_bool(&udp_prov, "enable_shm", &on);
 	params->enable_shm = on != 0;
+	on = 1;
+	fi_param_get_bool(&udp_prov, "gso", &on);
+	params->gso = on != 0;
 }
 
 static const struct fi_tx_attr udp_tx = {
@@ -132,10 +135,9 @@ static int iface_infos(uint32_t version, const struct fi_info *hints,
 	 * rendezvous would need its sender's progress after fi_inject
 	 * returned, and programs (fi_pingpong) inject their last message
 	 * and go to wait for their peer by other means.  On a 1500-byte
-	 * MTU a packet holds 1324 bytes. */
+	 * MTU a packet holds 1320 bytes. */
 	tx.inject_size = LM_MIN((size_t)LM_RDM_INJECT_SIZE,
-	                        udp_dgram_max(&params, &f->addr) - sizeof(struct udp_wire) -
-	                            sizeof(struct lm_rdm_hdr));
+	                        udp_link_payload(&params, &f->addr, sizeof(struct lm_rdm_hdr)));
 	if (lm_info_match_list(version, tmpls, hints, &list))
 		return 0;
 	lm_rdm_progress_default(&udp_prov, hints, list);
@@ -247,5 +249,9 @@ struct fi_provider *udp_prov_init(void)
 	fi_param_define(&udp_prov, "enable_shm", FI_PARAM_BOOL,
 	                "RDM endpoints send to peers on the same host through shared "
 	                "memory, found in a handshake over UDP (default: 1)");
+	fi_param_define(&udp_prov, "gso", FI_PARAM_BOOL,
+	                "Where the kernel can (UDP_SEGMENT, UDP_GRO), a large message's "
+	                "datagrams go out many to a send, cut by the kernel, and arrive "
+	                "joined, many to a read; 0 sends and reads each alone (default: 1)");
 	return &udp_prov;
 }

@@ -20,6 +20,7 @@ struct udp_params {
 	int peer_timeout_ms;     /* a peer silent this long with data unacknowledged is gone */
 	int sockbuf;             /* SO_SNDBUF/SO_RCVBUF bytes; 0: the kernel's */
 	bool enable_shm;         /* RDM endpoints reach same-host peers through shm */
+	bool gso;                /* the kernel cuts and joins a stream's datagrams */
 };
 
 /* The provider's parameters as the environment sets them now (prov.c). */
@@ -47,12 +48,20 @@ int udp_dgram_open(struct udp_domain *dom, struct fi_info *info, struct fid_ep *
  * datagram: the MTU parameter's or a's interface's, less the IP and UDP
  * headers (link.c). */
 size_t udp_dgram_max(const struct udp_params *params, const union lm_inet_addr *a);
+/* The largest payload an RDM link at address a puts in a packet behind
+ * an engine header of hdr_size bytes (link.c). */
+size_t udp_link_payload(const struct udp_params *params, const union lm_inet_addr *a,
+                        size_t hdr_size);
 
 /* The link for IPv4 addresses and the same link for IPv6 ones; a domain
  * uses one, by its info's address family. */
 extern const struct lm_link_ops udp_link_ops;
 extern const struct lm_link_ops udp6_link_ops;
 extern struct fi_provider udp_prov;
+/* How many of a udp link's sends the kernel cut into several datagrams
+ * (UDP_SEGMENT), and how many of its reads held several it joined
+ * (UDP_GRO): for tests and the log. */
+void udp_link_batching(const struct lm_link *link, uint64_t *cut, uint64_t *joined);
 extern const struct fi_provider *udp_log_prov;
 
 struct fi_provider *udp_prov_init(void);
