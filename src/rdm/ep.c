@@ -803,6 +803,7 @@ static int link_open(struct lm_rdm_ep *ep, const void *name, bool name_hint)
 	    .arg = ep,
 	    .place = lm_rdm_place,
 	    .placed = lm_rdm_placed,
+	    .unplaced = lm_rdm_unplaced,
 	    .lost = lm_rdm_lost,
 	    .tx_size = ep->tx_count,
 	    .rx_size = ep->rxc->rx_limit,

@@ -34,6 +34,12 @@ typedef size_t (*lm_link_place_fn)(void *arg, const void *src_addr, const void *
                                    size_t plen, struct iovec *iov);
 typedef void (*lm_link_placed_fn)(void *arg, const void *src_addr, const void *hdr,
                                   size_t plen);
+/* Optional, for links that check a payload after placing it (a
+ * datagram's sum): what place gave for the packet with header hdr did
+ * not arrive intact, and nothing of it is delivered; the same packet
+ * comes again, next of its sender, placed or through recv. */
+typedef void (*lm_link_unplaced_fn)(void *arg, const void *src_addr, const void *hdr,
+                                    size_t plen);
 
 /* The most bytes of an offer (lm_link_attr.offer). */
 #define LM_LINK_OFFER_MAX 128
@@ -52,6 +58,7 @@ struct lm_link_attr {
 	void *arg;
 	lm_link_place_fn place;
 	lm_link_placed_fn placed;
+	lm_link_unplaced_fn unplaced;
 	/* Optional: the link lost its connection to the peer at src_addr, and
 	 * with it whatever was in flight.  Called from inside the link's own
 	 * calls, so the engine only takes note (nothing is sent or completed

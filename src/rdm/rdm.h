@@ -1353,6 +1353,7 @@ void lm_rdm_rndv_data(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 size_t lm_rdm_place(void *arg, const void *src_addr, const void *hdr, size_t plen,
                     struct iovec *iov);
 void lm_rdm_placed(void *arg, const void *src_addr, const void *hdr, size_t plen);
+void lm_rdm_unplaced(void *arg, const void *src_addr, const void *hdr, size_t plen);
 /* The link lost the connection r's payload was being placed from: r waits
  * to fail with its peer. */
 void lm_rdm_rndv_unplaced(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r);

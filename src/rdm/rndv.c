@@ -577,6 +577,28 @@ void lm_rdm_placed(void *arg, const void *src_addr, const void *hdr, size_t plen
 	rndv_account(ep, r, plen);
 }
 
+/* The payload placed for hdr was damaged: a DATA piece's receive goes on
+ * streaming (the piece comes again and is placed afresh); an eager
+ * message's stays matched, and its packet, when it comes again, takes
+ * the path of one matched but not placed (recv_pkt: what fits). */
+void lm_rdm_unplaced(void *arg, const void *src_addr, const void *hdr, size_t plen)
+{
+	struct lm_rdm_ep *ep = arg;
+	struct lm_rdm_peer *peer = lm_rdm_peer_of_src(ep, src_addr);
+	struct lm_rdm_hdr h;
+	struct lm_rdm_rndv *r;
+
+	(void)plen;
+	memcpy(&h, hdr, sizeof(h));
+	if (h.op == LM_OP_DATA) {
+		r = rndv_lookup(ep, h.rreq, peer, LM_RNDV_PLACING);
+		if (r)
+			rndv_enter(ep, r, LM_RNDV_STREAMING);
+	} else if (peer && peer->eager) {
+		lm_rdm_rndv_unplaced(ep, peer->eager);
+	}
+}
+
 void lm_rdm_rndv_unplaced(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r)
 {
 	if (r->state == LM_RNDV_PLACING)

@@ -22,6 +22,7 @@
  * incarnation). */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <stddef.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -233,8 +234,7 @@ static void setup(void)
 
 		memcpy(buf, &w, sizeof(w));
 		memcpy(buf + sizeof(w), &eh, sizeof(eh));
-		w.check = udp_wire_sum(buf, sizeof(buf));
-		memcpy(buf, &w, sizeof(w));
+		udp_wire_seal_buf(buf, sizeof(buf));
 		sendto(H[0].fd, buf, sizeof(buf), 0, (struct sockaddr *)&A.addr, sizeof(A.addr));
 		progress(4);
 		usleep(1000);
@@ -261,7 +261,7 @@ static void built(struct fz_reader *r, int k)
 	         : mode % 8 == 6 ? UDP_T_MEET
 	         : mode & 1      ? UDP_T_DATA
 	                         : UDP_T_ACK;
-	w.flags = mode & 0x10           ? fz_u16(r)
+	w.flags = mode & 0x10           ? fz_u8(r)
 	          : w.type == UDP_T_ACK  ? fz_below(r, 4)
 	          : w.type == UDP_T_MEET ? steps[fz_below(r, 3)]
 	                                 : 0;
@@ -301,7 +301,7 @@ static void built(struct fz_reader *r, int k)
 		/* A handshake step: an offer of any bytes (a link of two
 		 * checks it), mostly of a length that passes. */
 		plen = fz_below(r, 8) ? fz_below(r, UDP_MEET_MAX + 1) : fz_below(r, 4096);
-		w.len = (uint32_t)plen;
+		w.len = (uint16_t)plen;
 		for (size_t i = 0; i < plen; i++)
 			buf[sizeof(w) + i] = fz_more(r) ? fz_u8(r) : (uint8_t)i;
 		len = sizeof(w) + plen;
@@ -322,8 +322,8 @@ static void built(struct fz_reader *r, int k)
 			plen = 60000;
 		eh.len = fz_below(r, 8) ? (uint32_t)plen : fz_u32(r);
 		eh.size = fz_below(r, 4) ? plen : fz_size(r);
-		w.hdr_len = fz_below(r, 16) ? sizeof(eh) : fz_u16(r);
-		w.len = fz_below(r, 16) ? (uint32_t)plen : fz_u32(r);
+		w.hdr_len = (uint8_t)(fz_below(r, 16) ? sizeof(eh) : fz_u8(r));
+		w.len = (uint16_t)(fz_below(r, 16) ? plen : fz_u16(r));
 		memcpy(buf + sizeof(w), &eh, sizeof(eh));
 		for (size_t i = 0; i < plen; i++)
 			buf[sizeof(w) + sizeof(eh) + i] = fz_more(r) ? fz_u8(r) : (uint8_t)i;
@@ -332,11 +332,16 @@ static void built(struct fz_reader *r, int k)
 		len = sizeof(w);
 	}
 	memcpy(buf, &w, sizeof(w));
+	udp_wire_seal_buf(buf, len);
 	if (mode & 0x40 && fz_below(r, 2)) {
-		corrupt++; /* the check left wrong */
-	} else {
-		w.check = udp_wire_sum(buf, len);
-		memcpy(buf, &w, sizeof(w));
+		/* One check left wrong: the headers', the payload's, or a
+		 * byte after the wire header flipped. */
+		size_t at = fz_below(r, 3) == 0 && len > sizeof(w) ? sizeof(w) + fz_size(r) % (len - sizeof(w))
+		            : fz_below(r, 2) ? offsetof(struct udp_wire, body)
+		                            : offsetof(struct udp_wire, check);
+
+		buf[at] ^= (uint8_t)(1 + fz_below(r, 255));
+		corrupt++;
 	}
 	sendto(h->fd, buf, len, 0, (struct sockaddr *)&A.addr, sizeof(A.addr));
 	dgrams++;

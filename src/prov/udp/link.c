@@ -53,6 +53,12 @@
  * datagrams the kernel joined needs. */
 #define UDP_GSO_SEGS 64
 #define UDP_GRO_BUF  65536
+/* A DATA packet in order with this many payload bytes or more starts
+ * placement: the next datagrams' headers are read first, and a payload
+ * the engine places is read straight into the receive buffer. */
+#define UDP_PLACE_MIN 8192
+/* Datagrams read one at a time, none placed, before placement ends. */
+#define UDP_PLACE_TRIES 8
 /* A poll whose packets carried at most this many payload bytes holds
  * their acknowledgement for the application's next call (acks_hold). */
 #define UDP_HOLD_BYTES 4096
@@ -103,7 +109,6 @@ struct udp_slot {
 	unsigned tries;
 	bool sacked; /* acknowledged selectively (kept: ack will pass it) */
 	bool fast;   /* sent again for a gap since its last timeout */
-	uint32_t body_crc; /* udp_crc32c of what follows the wire header */
 	/* A lent payload (lm_link_pkt): its last lent_len bytes are there,
 	 * not in buf, until the packet is acknowledged or unlend copies them. */
 	const uint8_t *lent;
@@ -188,6 +193,17 @@ struct udp_link {
 	bool gso, gro;
 	unsigned gso_segs;
 	uint8_t *rseg; /* a joined datagram that lies unaligned, copied */
+	/* Placement (the engine's place, placed and unplaced): while a
+	 * large stream comes in order (placing), each datagram's headers are
+	 * peeked into phead first; the next in-order DATA packet's payload
+	 * is read where place says, and summed there. */
+	lm_link_place_fn place;
+	lm_link_placed_fn placed;
+	lm_link_unplaced_fn unplaced;
+	unsigned placing; /* datagrams still read one at a time */
+	bool placed_now; /* deliver handed the placed packet up */
+	uint8_t *phead;
+	uint64_t n_placed;
 	char rctl[UDP_BATCH][CMSG_SPACE(sizeof(int))];
 	lm_link_recv_fn recv;
 	void (*on_lost)(void *arg, const void *src_addr);
@@ -465,34 +481,51 @@ uint32_t udp_crc32c_copy(uint32_t crc, void *dst, const void *src, size_t len)
 	return udp_crc32c(crc, dst, len);
 }
 
-/* A datagram's check, from body_crc (udp_crc32c of what follows its
- * wire header): carried on over the wire header with check 0.  The body
- * comes first so that a packet kept for sending again is summed once,
- * when it is taken, and only its header (whose acknowledgement changes)
- * each time it goes. */
-static uint32_t wire_sum(const struct udp_wire *w, uint32_t body_crc)
+/* The check of the headers at buf: the wire header with check 0, then
+ * the hdr_len bytes of engine header after it.  A kept packet's payload
+ * is summed once (udp_wire.body), its headers each time it goes (their
+ * acknowledgement changes). */
+static uint32_t head_sum(const uint8_t *buf, size_t hdr_len)
 {
-	struct udp_wire h = *w;
+	struct udp_wire h;
 
+	memcpy(&h, buf, sizeof(h));
 	h.check = 0;
-	return udp_crc32c(body_crc, &h, sizeof(h));
+	return udp_crc32c(udp_crc32c(0, &h, sizeof(h)), buf + sizeof(h), hdr_len);
 }
 
-uint32_t udp_wire_sum(const void *buf, size_t len)
+static uint32_t body_sum(const void *p, size_t len)
 {
-	struct udp_wire w;
+	return len ? udp_crc32c(0, p, len) : 0;
+}
 
-	memcpy(&w, buf, sizeof(w));
-	return wire_sum(&w, udp_crc32c(0, (const uint8_t *)buf + sizeof(w), len - sizeof(w)));
+void udp_wire_seal_buf(void *buf, size_t len)
+{
+	uint8_t *b = buf;
+	struct udp_wire w;
+	size_t hl;
+
+	memcpy(&w, b, sizeof(w));
+	hl = LM_MIN((size_t)w.hdr_len, len - sizeof(w));
+	w.body = body_sum(b + sizeof(w) + hl, len - sizeof(w) - hl);
+	memcpy(b, &w, sizeof(w));
+	w.check = head_sum(b, hl);
+	memcpy(b, &w, sizeof(w));
 }
 
 /* ---- datagrams ---------------------------------------------------------------- */
 
-int udp_wire_check(const void *buf, size_t len, size_t hdr_size, size_t max_payload)
+/* The headers of a datagram of len bytes whose first `have` are at buf
+ * (at least the wire and engine headers): 0 when a link whose engine
+ * header is hdr_size bytes and whose payloads are at most max_payload
+ * bytes takes them, else a negative FI_E* code.  The payload is not
+ * looked at: its check is udp_wire.body. */
+static int head_check(const uint8_t *buf, size_t have, size_t len, size_t hdr_size,
+                      size_t max_payload)
 {
 	struct udp_wire w;
 
-	if (len < sizeof(w))
+	if (have < sizeof(w) || len < sizeof(w))
 		return -FI_EMSGSIZE;
 	memcpy(&w, buf, sizeof(w));
 	if (w.magic != UDP_MAGIC || w.version != UDP_PROTO_VERSION)
@@ -500,7 +533,7 @@ int udp_wire_check(const void *buf, size_t len, size_t hdr_size, size_t max_payl
 	if (w.type == UDP_T_ACK) {
 		if ((w.flags & ~(UDP_F_PROBE | UDP_F_ANSWER | UDP_F_BYE)) ||
 		    ((w.flags & UDP_F_BYE) && !(w.flags & UDP_F_PROBE)) || w.hdr_len || w.len ||
-		    len != sizeof(w))
+		    w.body || len != sizeof(w))
 			return -FI_EPROTO;
 	} else if (w.type == UDP_T_DATA) {
 		if (w.flags || w.hdr_len != hdr_size || w.len > max_payload ||
@@ -517,15 +550,32 @@ int udp_wire_check(const void *buf, size_t len, size_t hdr_size, size_t max_payl
 	}
 	if (!w.src_inc)
 		return -FI_EPROTO;
-	if (udp_wire_sum(buf, len) != w.check)
+	if (have < sizeof(w) + w.hdr_len)
+		return -FI_EMSGSIZE;
+	if (head_sum(buf, w.hdr_len) != w.check)
 		return -FI_EIO;
 	return 0;
 }
 
-/* Fill in the check of a datagram that is its wire header alone. */
+int udp_wire_check(const void *buf, size_t len, size_t hdr_size, size_t max_payload)
+{
+	const uint8_t *b = buf;
+	struct udp_wire w;
+	int ret = head_check(b, len, len, hdr_size, max_payload);
+
+	if (ret)
+		return ret;
+	memcpy(&w, b, sizeof(w));
+	if (body_sum(b + sizeof(w) + w.hdr_len, w.len) != w.body)
+		return -FI_EIO;
+	return 0;
+}
+
+/* Fill in the checks of a datagram that is its wire header alone. */
 static void wire_seal(struct udp_wire *w)
 {
-	w->check = wire_sum(w, 0);
+	w->body = 0;
+	w->check = head_sum((const uint8_t *)w, 0);
 }
 
 static void drop_log(struct udp_link *l, const char *why)
@@ -754,7 +804,7 @@ static void slot_seal(struct lm_link_peer *p, struct udp_slot *s)
 	struct udp_wire *w = (struct udp_wire *)s->buf;
 
 	ack_fill(p, w);
-	w->check = wire_sum(w, s->body_crc);
+	w->check = head_sum(s->buf, w->hdr_len);
 }
 
 /* s's datagram as pieces: its buffer, and the lent payload if any. */
@@ -985,17 +1035,18 @@ static ssize_t pkt_put(struct udp_link *l, struct lm_link_peer *p, uint8_t type,
 		return -FI_EAGAIN;
 	w = (struct udp_wire *)s->buf;
 	wire_head(l, p, w, type);
-	w->flags = flags;
-	w->hdr_len = (uint16_t)hdr_len;
-	w->len = (uint32_t)plen;
+	w->flags = (uint8_t)flags;
+	w->hdr_len = (uint8_t)hdr_len;
+	w->len = (uint16_t)plen;
 	w->epoch = p->epoch;
 	w->seq = p->next++;
 	at = s->buf + sizeof(*w);
-	body = udp_crc32c_copy(0, at, hdr, hdr_len);
+	memcpy(at, hdr, hdr_len);
 	at += hdr_len;
+	body = 0;
 	s->lent = NULL;
 	if (borrow) {
-		body = udp_crc32c(body, iov[0].iov_base, plen);
+		body = body_sum(iov[0].iov_base, plen);
 		s->lent = iov[0].iov_base;
 		s->lent_len = plen;
 		p->n_lent++;
@@ -1006,7 +1057,7 @@ static ssize_t pkt_put(struct udp_link *l, struct lm_link_peer *p, uint8_t type,
 			at += iov[i].iov_len;
 		}
 	}
-	s->body_crc = body;
+	w->body = body;
 	s->len = len;
 	s->tries = 0;
 	s->sacked = s->fast = false;
@@ -1290,9 +1341,11 @@ static void owe(struct udp_link *l, struct lm_link_peer *p)
 	}
 }
 
-/* Hand p's next packet in order to the engine, or take its handshake
- * step: 1 when handed up. */
-static int deliver(struct udp_link *l, struct lm_link_peer *p, const uint8_t *buf)
+/* Hand p's next packet in order to the engine (its payload already
+ * where the engine placed it, when placed), or take its handshake step:
+ * 1 when handed up. */
+static int deliver(struct udp_link *l, struct lm_link_peer *p, const uint8_t *buf,
+                   bool placed)
 {
 	const struct udp_wire *w = (const struct udp_wire *)buf;
 
@@ -1301,17 +1354,30 @@ static int deliver(struct udp_link *l, struct lm_link_peer *p, const uint8_t *bu
 		return 0;
 	}
 	l->up_bytes += w->len;
+	if (placed) {
+		l->placed(l->arg, &p->addr, buf + sizeof(*w), w->len);
+		l->placed_now = true;
+		l->placing = UDP_PLACE_TRIES;
+		l->n_placed++;
+		return 1;
+	}
+	if (w->len >= UDP_PLACE_MIN && l->place && !l->gro)
+		l->placing = UDP_PLACE_TRIES; /* the rest of a large message may follow */
 	l->recv(l->arg, &p->addr, buf + sizeof(*w), buf + sizeof(*w) + l->hdr_size, w->len);
 	return 1;
 }
 
-/* A DATA packet of p's current epoch.  Returns packets handed up. */
+/* A DATA packet of p's current epoch (its payload placed: buf holds the
+ * headers alone, and only the next in order is taken).  Returns packets
+ * handed up. */
 static int on_data(struct udp_link *l, struct lm_link_peer *p, const uint8_t *buf,
-                   size_t len, uint64_t seq)
+                   size_t len, uint64_t seq, bool placed)
 {
 	int n = 0;
 
 	owe(l, p);
+	if (placed && seq != p->rx_next)
+		return 0;
 	if (seq < p->rx_next || seq >= p->rx_next + UDP_WINDOW) {
 		l->n_dup++;
 		return 0; /* a duplicate: our acknowledgement was lost */
@@ -1328,7 +1394,7 @@ static int on_data(struct udp_link *l, struct lm_link_peer *p, const uint8_t *bu
 		return 0;
 	}
 	p->rx_next++;
-	n += deliver(l, p, buf);
+	n += deliver(l, p, buf, placed);
 	/* The engine may have sent from inside deliver, and p's epoch moved
 	 * on only through our own calls: held packets stay valid. */
 	while (p->n_held) {
@@ -1340,24 +1406,20 @@ static int on_data(struct udp_link *l, struct lm_link_peer *p, const uint8_t *bu
 		h->buf = NULL;
 		p->n_held--;
 		p->rx_next++;
-		n += deliver(l, p, b);
+		n += deliver(l, p, b, false);
 		free(b);
 	}
 	return n;
 }
 
-/* One datagram from `from`.  Returns packets handed to the engine. */
-static int on_dgram(struct udp_link *l, const uint8_t *buf, size_t len,
-                    const union lm_inet_addr *from, uint64_t now)
+/* One datagram from `from`, its checks passed (its payload placed: buf
+ * holds its headers alone).  Returns packets handed to the engine. */
+static int on_checked(struct udp_link *l, const uint8_t *buf, size_t len,
+                      const union lm_inet_addr *from, uint64_t now, bool placed)
 {
 	struct udp_wire w;
 	struct lm_link_peer *p;
-	int ret = udp_wire_check(buf, len, l->hdr_size, l->rx_payload_max);
 
-	if (ret) {
-		drop_log(l, ret == -FI_EIO ? "check failed" : "malformed");
-		return 0;
-	}
 	memcpy(&w, buf, sizeof(w));
 	p = peer_find(l, from);
 	if (!p && w.type == UDP_T_ACK)
@@ -1425,7 +1487,173 @@ static int on_dgram(struct udp_link *l, const uint8_t *buf, size_t len,
 		if (was && l->on_lost)
 			l->on_lost(l->arg, &p->addr);
 	}
-	return on_data(l, p, buf, len, w.seq);
+	return on_data(l, p, buf, len, w.seq, placed);
+}
+
+/* One datagram from `from`.  Returns packets handed to the engine. */
+static int on_dgram(struct udp_link *l, const uint8_t *buf, size_t len,
+                    const union lm_inet_addr *from, uint64_t now)
+{
+	int ret = udp_wire_check(buf, len, l->hdr_size, l->rx_payload_max);
+
+	if (ret) {
+		drop_log(l, ret == -FI_EIO ? "check failed" : "malformed");
+		return 0;
+	}
+	return on_checked(l, buf, len, from, now, false);
+}
+
+/* The size of the datagrams the kernel joined into what h read; 0: one. */
+static size_t joined_size(struct msghdr *h)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(h); c; c = CMSG_NXTHDR(h, c)) {
+		int seg;
+
+		if (c->cmsg_level != SOL_UDP || c->cmsg_type != UDP_GRO ||
+		    c->cmsg_len < CMSG_LEN(sizeof(seg)))
+			continue;
+		memcpy(&seg, CMSG_DATA(c), sizeof(seg));
+		return seg > 0 ? (size_t)seg : 0;
+	}
+	return 0;
+}
+
+/* What one read took from `from`: a datagram, or several the kernel
+ * joined, each taken apart.  Returns packets handed to the engine. */
+static int on_read(struct udp_link *l, struct mmsghdr *r, const union lm_inet_addr *from,
+                   uint64_t now)
+{
+	const uint8_t *buf = r->msg_hdr.msg_iov->iov_base;
+	size_t len = r->msg_len, seg = l->gro ? joined_size(&r->msg_hdr) : 0;
+	int n = 0;
+
+	if (!seg || seg >= len)
+		return on_dgram(l, buf, len, from, now);
+	if (seg > l->dgram_max) {
+		drop_log(l, "joined datagrams larger than ours");
+		return 0;
+	}
+	l->n_joined++;
+	for (size_t off = 0; off < len; off += seg) {
+		const uint8_t *d = buf + off;
+		size_t dlen = LM_MIN(seg, len - off);
+
+		if ((uintptr_t)d % 8) { /* not cut where we cut */
+			memcpy(l->rseg, d, dlen);
+			d = l->rseg;
+		}
+		n += on_dgram(l, d, dlen, from, now);
+	}
+	return n;
+}
+
+/* The datagram (or joined ones) rmsg[i] read: taken.  Returns packets
+ * handed to the engine. */
+static int take_read(struct udp_link *l, int i, uint64_t now)
+{
+	union lm_inet_addr from;
+
+	if (lm_inet_load(&from, &l->rfrom[i], l->rmsg[i].msg_hdr.msg_namelen, l->family) ||
+	    (l->rmsg[i].msg_hdr.msg_flags & MSG_TRUNC)) {
+		drop_log(l, "truncated or of another family");
+		return 0;
+	}
+	return on_read(l, &l->rmsg[i], &from, now);
+}
+
+/* While placing: the next datagram's headers, peeked; if it is the next
+ * DATA packet in order of its sender, large, and the engine places it,
+ * its payload is read there and summed, then handed up (placed) or,
+ * damaged, given back (unplaced).  1: a datagram was taken (*handed:
+ * packets handed up); 0: the next one is not placed (placing ends, and
+ * it is left for the usual read); -1: nothing to read, or an error. */
+static int place_one(struct udp_link *l, uint64_t now, int *handed)
+{
+	size_t hlen = sizeof(struct udp_wire) + l->hdr_size, niov, len;
+	struct iovec iov[1 + LM_IOV_LIMIT];
+	struct msghdr m = {.msg_name = &l->rfrom[0],
+	                   .msg_namelen = sizeof(l->rfrom[0]),
+	                   .msg_iov = iov,
+	                   .msg_iovlen = 1};
+	const void *hdr = l->phead + sizeof(struct udp_wire);
+	union lm_inet_addr from;
+	struct lm_link_peer *p;
+	struct udp_wire w;
+	uint32_t body = 0;
+	ssize_t got;
+
+	iov[0] = (struct iovec){l->phead, hlen};
+	/* MSG_TRUNC: the datagram's whole length, though only its headers
+	 * are read. */
+	got = recvmsg(l->sock, &m, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
+	if (got < 0)
+		return -1;
+	len = (size_t)got;
+	memcpy(&w, l->phead, sizeof(w));
+	if (len < hlen + UDP_PLACE_MIN || w.type != UDP_T_DATA || l->closing ||
+	    lm_inet_load(&from, &l->rfrom[0], m.msg_namelen, l->family) ||
+	    head_check(l->phead, hlen, len, l->hdr_size, l->rx_payload_max) ||
+	    !(p = peer_find(l, &from)) || p->anyone || p->dead || w.src_inc != p->inc ||
+	    w.dst_inc != l->inc || w.epoch != p->rx_epoch || w.seq != p->rx_next)
+		return 0;
+	niov = l->place(l->arg, &p->addr, hdr, w.len, iov + 1);
+	if (!niov)
+		return 0;
+	m.msg_namelen = sizeof(l->rfrom[0]);
+	m.msg_iovlen = 1 + niov;
+	got = recvmsg(l->sock, &m, MSG_TRUNC | MSG_DONTWAIT);
+	if (got < 0) { /* an error queued meanwhile: the usual read takes it */
+		int err = errno;
+
+		l->unplaced(l->arg, &from, hdr, w.len);
+		errno = err;
+		return -1;
+	}
+	for (size_t i = 1; got == (ssize_t)len && i <= niov; i++)
+		if (iov[i].iov_len)
+			body = udp_crc32c(body, iov[i].iov_base, iov[i].iov_len);
+	if (got != (ssize_t)len || memcmp(&w, l->phead, sizeof(w)) || body != w.body) {
+		/* Damaged (or, impossibly, another datagram than the one
+		 * peeked): the packet comes again. */
+		l->unplaced(l->arg, &from, hdr, w.len);
+		drop_log(l, "check failed");
+		return 1;
+	}
+	l->placed_now = false;
+	*handed += on_checked(l, l->phead, hlen, &from, now, true);
+	if (!l->placed_now)
+		l->unplaced(l->arg, &from, hdr, w.len);
+	return 1;
+}
+
+/* Datagrams one at a time while placing, up to want: placed, or read
+ * whole and taken as usual (a large one in order then goes on placing).
+ * Returns packets handed up; *more when placing ended with the socket
+ * maybe not empty. */
+static int place_reads(struct udp_link *l, int want, uint64_t *now, bool *more)
+{
+	int n = 0, got = 1;
+
+	*now = lm_now_us();
+	for (int i = 0; i < want && l->placing && got >= 0; i++) {
+		got = place_one(l, *now, &n);
+		if (got)
+			continue;
+		l->placing--;
+		l->rmsg[0].msg_hdr.msg_namelen = sizeof(union lm_inet_addr);
+		ssize_t r = recvmsg(l->sock, &l->rmsg[0].msg_hdr, MSG_DONTWAIT);
+
+		if (r < 0) {
+			got = -1;
+			break;
+		}
+		l->rmsg[0].msg_len = (unsigned)r;
+		n += take_read(l, 0, *now);
+	}
+	*more = !l->placing || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+	if (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+		l->placing = 0;
+	return n;
 }
 
 /* Errors the kernel queued (IP_RECVERR): a closed port at a peer's
@@ -1618,50 +1846,6 @@ static int read_dgrams(struct udp_link *l, int want)
 	return got;
 }
 
-/* The size of the datagrams the kernel joined into what h read; 0: one. */
-static size_t joined_size(struct msghdr *h)
-{
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(h); c; c = CMSG_NXTHDR(h, c)) {
-		int seg;
-
-		if (c->cmsg_level != SOL_UDP || c->cmsg_type != UDP_GRO ||
-		    c->cmsg_len < CMSG_LEN(sizeof(seg)))
-			continue;
-		memcpy(&seg, CMSG_DATA(c), sizeof(seg));
-		return seg > 0 ? (size_t)seg : 0;
-	}
-	return 0;
-}
-
-/* What one read took from `from`: a datagram, or several the kernel
- * joined, each taken apart.  Returns packets handed to the engine. */
-static int on_read(struct udp_link *l, struct mmsghdr *r, const union lm_inet_addr *from,
-                   uint64_t now)
-{
-	const uint8_t *buf = r->msg_hdr.msg_iov->iov_base;
-	size_t len = r->msg_len, seg = l->gro ? joined_size(&r->msg_hdr) : 0;
-	int n = 0;
-
-	if (!seg || seg >= len)
-		return on_dgram(l, buf, len, from, now);
-	if (seg > l->dgram_max) {
-		drop_log(l, "joined datagrams larger than ours");
-		return 0;
-	}
-	l->n_joined++;
-	for (size_t off = 0; off < len; off += seg) {
-		const uint8_t *d = buf + off;
-		size_t dlen = LM_MIN(seg, len - off);
-
-		if ((uintptr_t)d % 8) { /* not cut where we cut */
-			memcpy(l->rseg, d, dlen);
-			d = l->rseg;
-		}
-		n += on_dgram(l, d, dlen, from, now);
-	}
-	return n;
-}
-
 static int udp_link_poll(struct lm_link *link, int budget)
 {
 	struct udp_link *l = lm_container_of(link, struct udp_link, link);
@@ -1675,6 +1859,13 @@ static int udp_link_poll(struct lm_link *link, int budget)
 	l->up_bytes = 0;
 	if (l->errs)
 		errs_read(l);
+	if (l->placing && want > 0) {
+		bool more;
+
+		n = place_reads(l, want, &now, &more);
+		if (!more)
+			want = 0; /* the socket is empty, or the budget used */
+	}
 	/* A queued error (a closed port's) is reported before the datagrams
 	 * that came ahead of it: read it, then them, at once. */
 	for (int k = 0; k < 2; k++) {
@@ -1685,17 +1876,8 @@ static int udp_link_poll(struct lm_link *link, int budget)
 	}
 	if (got > 0 || !lm_list_empty(&l->busy))
 		now = lm_now_us();
-	for (int i = 0; i < got; i++) {
-		union lm_inet_addr from;
-
-		if (lm_inet_load(&from, &l->rfrom[i], l->rmsg[i].msg_hdr.msg_namelen,
-		                 l->family) ||
-		    (l->rmsg[i].msg_hdr.msg_flags & MSG_TRUNC)) {
-			drop_log(l, "truncated or of another family");
-			continue;
-		}
-		n += on_read(l, &l->rmsg[i], &from, now);
-	}
+	for (int i = 0; i < got; i++)
+		n += take_read(l, i, now);
 	if (!lm_list_empty(&l->busy)) {
 		l->unsent = false;
 		timers_run(l, now);
@@ -1950,6 +2132,7 @@ static void link_free(struct udp_link *l)
 			close(fds[i]);
 	free(l->rbuf);
 	free(l->rseg);
+	free(l->phead);
 	free(l);
 }
 
@@ -1977,7 +2160,7 @@ static int link_open(int family, void *ctx, const struct lm_link_attr *attr,
 	int ret;
 
 	if ((name && lm_inet_load(&a, name, lm_inet_len(family), family)) ||
-	    attr->hdr_size > 256 || attr->connected)
+	    attr->hdr_size > UINT8_MAX || attr->connected)
 		return -FI_EINVAL;
 	l = calloc(1, sizeof(*l));
 	if (!l)
@@ -2015,6 +2198,16 @@ static int link_open(int family, void *ctx, const struct lm_link_attr *attr,
 	}
 	l->rx_payload_max = l->dgram_max - sizeof(struct udp_wire) - l->hdr_size;
 	kernel_batching(l);
+	if (attr->place && attr->placed && attr->unplaced && !l->gro) {
+		l->place = attr->place;
+		l->placed = attr->placed;
+		l->unplaced = attr->unplaced;
+		l->phead = malloc(sizeof(struct udp_wire) + l->hdr_size);
+		if (!l->phead) {
+			ret = -FI_ENOMEM;
+			goto err;
+		}
+	}
 	/* Each datagram at a multiple of 64 bytes: its headers are read in
 	 * place, as structs (1452 bytes, a 1500-byte MTU's, would leave
 	 * every other one misaligned). */
@@ -2099,20 +2292,21 @@ static void udp_link_close(struct lm_link *link)
 	        "closing: %llu datagrams sent, %llu of them again (%llu timeouts); "
 	        "%llu duplicates and %llu out of order received; %llu held "
 	        "acknowledgements sent by the keeper; %llu sends cut and %llu reads "
-	        "joined by the kernel\n",
+	        "joined by the kernel; %llu payloads placed\n",
 	        (unsigned long long)l->n_sent, (unsigned long long)l->n_resent,
 	        (unsigned long long)l->n_timeouts, (unsigned long long)l->n_dup,
 	        (unsigned long long)l->n_ooo, (unsigned long long)l->kept.fired,
-	        (unsigned long long)l->n_cut, (unsigned long long)l->n_joined);
+	        (unsigned long long)l->n_cut, (unsigned long long)l->n_joined,
+	        (unsigned long long)l->n_placed);
 	link_free(l);
 }
 
-void udp_link_batching(const struct lm_link *link, uint64_t *cut, uint64_t *joined)
+void udp_link_counts(const struct lm_link *link, struct udp_link_counts *c)
 {
 	const struct udp_link *l = lm_container_of(link, const struct udp_link, link);
 
-	*cut = l->n_cut;
-	*joined = l->n_joined;
+	*c = (struct udp_link_counts){.cut = l->n_cut, .joined = l->n_joined,
+	                              .placed = l->n_placed};
 }
 
 static int udp_link_peer_open(struct lm_link *link, const void *addr,

@@ -1,4 +1,4 @@
-/* proto.h - the udp link's wire format (UDP_PROTO_VERSION, now 3): the
+/* proto.h - the udp link's wire format (UDP_PROTO_VERSION, now 4): the
  * header in front of every datagram, which makes a stream of reliable,
  * ordered packets per pair of endpoints out of UDP's datagrams.
  *
@@ -37,10 +37,14 @@
  * side that offered and got an offer back sends CONFIRM.  Each side
  * sends through shared memory only once the other holds its offer.
  *
- * check is a CRC-32C of what follows the wire header, then of the wire
- * header with check zero (a kept packet's body is summed once, only its
- * header again when it is sent again): the kernel's UDP checksum covers
- * the wire, not a relay that rewrites it.  Fields are in
+ * Two CRC-32C checks: body, of the payload (DATA) or offer (MEET), and
+ * check, of the wire header with check zero, then of the engine header.
+ * A kept packet's body is summed once, its headers again at each send
+ * (the acknowledgement in them changes).  A receiver may trust the
+ * headers before it reads the payload: it reads the payload of the next
+ * packet in order straight into the receive buffer it belongs to, and
+ * sums it there.  The kernel's UDP checksum covers the wire, not a relay
+ * that rewrites it.  Fields are in
  * the sender's byte order (loom links join hosts of one architecture;
  * the magic tells). */
 #ifndef LOOM_UDP_PROTO_H
@@ -51,7 +55,7 @@
 #define UDP_MAGIC         0x4c55 /* "UL" little-endian */
 /* The format's version (also fi_info's protocol_version): a datagram of
  * another is dropped. */
-#define UDP_PROTO_VERSION 3
+#define UDP_PROTO_VERSION 4
 
 /* Wire values of udp_wire.type. */
 enum {
@@ -83,10 +87,11 @@ struct udp_wire {
 	uint16_t magic;
 	uint8_t version;
 	uint8_t type;
-	uint16_t flags;   /* UDP_F_* */
-	uint16_t hdr_len; /* DATA: the engine header's size; ACK, MEET: 0 */
-	uint32_t len;     /* DATA: payload bytes after the engine header; MEET: offer's */
-	uint32_t check;   /* CRC-32C of the body, then of this header with check 0 */
+	uint8_t flags;   /* UDP_F_* */
+	uint8_t hdr_len; /* DATA: the engine header's size; ACK, MEET: 0 */
+	uint16_t len;    /* DATA: payload bytes after the engine header; MEET: offer's */
+	uint32_t body;   /* CRC-32C of those len bytes (0 for none) */
+	uint32_t check;  /* CRC-32C of this header with check 0, then of the engine header */
 	uint64_t src_inc;
 	uint64_t dst_inc;
 	uint32_t epoch;     /* DATA, MEET: the sender's epoch toward the receiver */

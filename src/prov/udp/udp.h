@@ -58,10 +58,13 @@ size_t udp_link_payload(const struct udp_params *params, const union lm_inet_add
 extern const struct lm_link_ops udp_link_ops;
 extern const struct lm_link_ops udp6_link_ops;
 extern struct fi_provider udp_prov;
-/* How many of a udp link's sends the kernel cut into several datagrams
- * (UDP_SEGMENT), and how many of its reads held several it joined
- * (UDP_GRO): for tests and the log. */
-void udp_link_batching(const struct lm_link *link, uint64_t *cut, uint64_t *joined);
+/* What a udp link counted (for tests and the log): its sends the kernel
+ * cut into several datagrams (UDP_SEGMENT), its reads that held several
+ * it joined (UDP_GRO), and the payloads it read straight into place. */
+struct udp_link_counts {
+	uint64_t cut, joined, placed;
+};
+void udp_link_counts(const struct lm_link *link, struct udp_link_counts *c);
 extern const struct fi_provider *udp_log_prov;
 
 struct fi_provider *udp_prov_init(void);
@@ -105,8 +108,8 @@ int udp_wire_check(const void *buf, size_t len, size_t hdr_size, size_t max_payl
 uint32_t udp_crc32c(uint32_t crc, const void *data, size_t len);
 /* The same of len bytes at src, copied to dst on the way. */
 uint32_t udp_crc32c_copy(uint32_t crc, void *dst, const void *src, size_t len);
-/* The check field a datagram of len bytes at buf should carry (its own
- * check field left out): see udp_wire.check. */
-uint32_t udp_wire_sum(const void *buf, size_t len);
+/* Fill in the checks (udp_wire.body and check) of the datagram of len
+ * bytes at buf, as its sender does: for tests and the fuzz target. */
+void udp_wire_seal_buf(void *buf, size_t len);
 
 #endif
