@@ -1041,7 +1041,8 @@ static ssize_t pkt_put(struct udp_link *l, struct lm_link_peer *p, uint8_t type,
 	w->epoch = p->epoch;
 	w->seq = p->next++;
 	at = s->buf + sizeof(*w);
-	memcpy(at, hdr, hdr_len);
+	if (hdr_len) /* a MEET has none (hdr NULL) */
+		memcpy(at, hdr, hdr_len);
 	at += hdr_len;
 	body = 0;
 	s->lent = NULL;
