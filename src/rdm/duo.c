@@ -456,12 +456,12 @@ static uint64_t duo_mark(struct lm_link *link, struct lm_link_peer *p)
 }
 
 /* Whatever the route is now, lent packets went by the network. */
-static void duo_unlend(struct lm_link *link, struct lm_link_peer *p)
+static void duo_unlend(struct lm_link *link, struct lm_link_peer *p, const void *lent_by)
 {
 	struct duo_link *l = duo_of(link);
 
 	if (p->np)
-		l->net->ops->unlend(l->net, p->np);
+		l->net->ops->unlend(l->net, p->np, lent_by);
 }
 
 static bool duo_delivered(struct lm_link *link, struct lm_link_peer *p, uint64_t mark,

@@ -92,16 +92,17 @@ struct lm_link_attr {
 	bool sparse_poll;
 };
 
-/* One packet of a batch (lm_link_ops.send_many).  lent: the payload
+/* One packet of a batch (lm_link_ops.send_many).  lent_by, when not
+ * NULL: the payload is lent by that owner (the engine's request), and
  * stays in place and unchanged until the packet is delivered (delivered
- * turns true for a mark past it) or the engine calls unlend for the peer,
- * so a link with unlend may send it from there, again too, where it
- * would copy it; others copy it anyway. */
+ * turns true for a mark past it) or the engine calls unlend for the peer
+ * and that owner, so a link with unlend may send it from there, again
+ * too, where it would copy it; others copy it anyway. */
 struct lm_link_pkt {
 	const void *hdr;
 	const struct iovec *iov;
 	size_t iov_count;
-	bool lent;
+	const void *lent_by;
 };
 
 /* Capabilities a link reports after open. */
@@ -196,9 +197,9 @@ struct lm_link_ops {
 	 * once leaves both NULL. */
 	uint64_t (*mark)(struct lm_link *link, struct lm_link_peer *peer);
 	/* Optional, with lent packets (lm_link_pkt): the link copies what it
-	 * still needs of the lent payloads of peer's packets into its own
-	 * buffers; the engine calls it before that memory is given back. */
-	void (*unlend)(struct lm_link *link, struct lm_link_peer *peer);
+	 * still needs of the payloads lent_by lent in peer's packets into its
+	 * own buffers; the engine calls it before that memory is given back. */
+	void (*unlend)(struct lm_link *link, struct lm_link_peer *peer, const void *lent_by);
 	bool (*delivered)(struct lm_link *link, struct lm_link_peer *peer, uint64_t mark,
 	                  bool look);
 

@@ -112,7 +112,7 @@ void lm_rdm_tx_free(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
 	if (tx->lent) { /* its memory goes back to the application */
 		tx->lent = false;
 		if (tx->peer->lp)
-			ep->link->ops->unlend(ep->link, tx->peer->lp);
+			ep->link->ops->unlend(ep->link, tx->peer->lp, tx);
 	}
 	if (tx->state == LM_TX_HELD)
 		ep->tx_held--;
@@ -420,7 +420,7 @@ static ssize_t tx_stream(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
 			pkt[n].iov = iov[n];
 			pkt[n].iov_count =
 			    lm_rdm_iov_slice(tx->iov, tx->iov_count, off, len, iov[n]);
-			pkt[n].lent = lend;
+			pkt[n].lent_by = lend ? tx : NULL;
 			off += len;
 		} while (++n < batch && n < budget && off < tx->len);
 		ret = link_send_many(ep, tx->peer, pkt, n);

@@ -215,19 +215,19 @@ static ssize_t send_one(struct end *a, uint64_t i, enum how how)
 		return ops->send_words(a->link, a->peer, words, mask, buf, len);
 	}
 	if (how == BY_MANY && ops->send_many) {
-		struct lm_link_pkt p = {&h, iov, 3, false};
+		struct lm_link_pkt p = {&h, iov, 3, NULL};
 		ssize_t n = ops->send_many(a->link, a->peer, &p, 1);
 
 		return n == 1 ? 0 : n;
 	}
 	if (how == BY_LENT && ops->send_many) {
-		struct lm_link_pkt p = {&h, &(struct iovec){buf, len}, 1, true};
+		struct lm_link_pkt p = {&h, &(struct iovec){buf, len}, 1, buf};
 		ssize_t n = ops->send_many(a->link, a->peer, &p, 1);
 
 		/* buf is the next packet's: what this one still needs is
 		 * the link's own after unlend. */
 		if (ops->unlend)
-			ops->unlend(a->link, a->peer);
+			ops->unlend(a->link, a->peer, buf);
 		return n == 1 ? 0 : n;
 	}
 	return ops->send(a->link, a->peer, &h, iov, 3);

@@ -239,14 +239,16 @@ static ssize_t send_one(struct end *a, uint64_t i)
 static ssize_t send_lent(struct end *a, uint64_t i)
 {
 	static unsigned char buf[2][LENT_BLOCK][DGRAM_MAX];
-	unsigned char *at = buf[i / LENT_BLOCK % 2][i % LENT_BLOCK];
+	unsigned char(*block)[DGRAM_MAX] = buf[i / LENT_BLOCK % 2];
+	unsigned char *at = block[i % LENT_BLOCK];
 	size_t len = len_of(a, i);
 	struct lm_rdm_hdr h = {.version = 1, .op = 3, .size = len, .tag = i, .data = ~i};
-	struct lm_link_pkt p = {&h, &(struct iovec){at, len}, 1, true};
+	/* Each block lends its packets (the owner unlend names). */
+	struct lm_link_pkt p = {&h, &(struct iovec){at, len}, 1, block};
 	ssize_t n;
 
 	if (i % LENT_BLOCK == 0 && i >= 2 * LENT_BLOCK && a->lent_block != i) {
-		udp_link_ops.unlend(a->link, a->peer);
+		udp_link_ops.unlend(a->link, a->peer, block);
 		memset(buf[i / LENT_BLOCK % 2], 0xee, sizeof(buf[0]));
 		a->lent_block = i;
 	}
@@ -451,7 +453,7 @@ static ssize_t send_run(struct end *a, uint64_t i, unsigned n)
 			buf[k][o] = byte_of(j, o);
 		h[k] = (struct lm_rdm_hdr){.version = 1, .op = 3, .size = len, .tag = j, .data = ~j};
 		iov[k] = (struct iovec){buf[k], len};
-		p[k] = (struct lm_link_pkt){&h[k], &iov[k], 1, false};
+		p[k] = (struct lm_link_pkt){&h[k], &iov[k], 1, NULL};
 	}
 	return udp_link_ops.send_many(a->link, a->peer, p, n);
 }

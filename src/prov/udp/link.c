@@ -110,9 +110,11 @@ struct udp_slot {
 	bool sacked; /* acknowledged selectively (kept: ack will pass it) */
 	bool fast;   /* sent again for a gap since its last timeout */
 	/* A lent payload (lm_link_pkt): its last lent_len bytes are there,
-	 * not in buf, until the packet is acknowledged or unlend copies them. */
+	 * not in buf, until the packet is acknowledged or unlend copies them
+	 * (for lent_by, its owner). */
 	const uint8_t *lent;
 	size_t lent_len;
+	const void *lent_by;
 };
 
 /* A packet that arrived ahead of a missing one. */
@@ -231,6 +233,7 @@ struct udp_link {
 	/* Counts for the log at close. */
 	uint64_t n_sent, n_resent, n_timeouts, n_dup, n_ooo;
 	uint64_t n_cut, n_joined; /* sends the kernel cut, reads it joined */
+	uint64_t n_owned; /* lent payloads copied when unlent */
 	/* recvmmsg's buffers. */
 	bool quiet; /* the last read found nothing (read_dgrams) */
 	struct mmsghdr rmsg[UDP_BATCH];
@@ -977,6 +980,7 @@ static int slot_own(struct udp_link *l, struct lm_link_peer *p, struct udp_slot 
 
 	if (!b)
 		return -FI_ENOMEM;
+	l->n_owned++;
 	if (b != s->buf) {
 		memcpy(b, s->buf, head);
 		free(s->buf);
@@ -1011,12 +1015,12 @@ static void slot_let_go(struct udp_link *l, struct lm_link_peer *p, struct udp_s
 static ssize_t pkt_put(struct udp_link *l, struct lm_link_peer *p, uint8_t type,
                        uint16_t flags, const void *hdr, size_t hdr_len,
                        const struct iovec *iov, size_t iov_count, uint64_t now,
-                       bool later, bool lent)
+                       bool later, const void *lent_by)
 {
 	size_t plen = lm_iov_len(iov, iov_count);
 	size_t len = sizeof(struct udp_wire) + hdr_len + plen;
 	/* A large lent payload stays where it is: summed, not copied. */
-	bool borrow = lent && iov_count == 1 && plen > UDP_SLOT_SMALL;
+	bool borrow = lent_by && iov_count == 1 && plen > UDP_SLOT_SMALL;
 	size_t keep = borrow ? len - plen : len;
 	struct udp_slot *s;
 	struct udp_wire *w;
@@ -1050,6 +1054,7 @@ static ssize_t pkt_put(struct udp_link *l, struct lm_link_peer *p, uint8_t type,
 		body = body_sum(iov[0].iov_base, plen);
 		s->lent = iov[0].iov_base;
 		s->lent_len = plen;
+		s->lent_by = lent_by;
 		p->n_lent++;
 	} else {
 		for (size_t i = 0; i < iov_count; i++) {
@@ -1074,10 +1079,10 @@ static ssize_t pkt_put(struct udp_link *l, struct lm_link_peer *p, uint8_t type,
 
 static ssize_t pkt_take(struct udp_link *l, struct lm_link_peer *p, const void *hdr,
                         const struct iovec *iov, size_t iov_count, uint64_t now,
-                        bool later, bool lent)
+                        bool later, const void *lent_by)
 {
 	return pkt_put(l, p, UDP_T_DATA, 0, hdr, l->hdr_size, iov, iov_count, now, later,
-	               lent);
+	               lent_by);
 }
 
 /* ---- the handshake (MEET) ----------------------------------------------------- */
@@ -1089,7 +1094,7 @@ static void meet_send(struct udp_link *l, struct lm_link_peer *p, uint16_t step)
 {
 	struct iovec iov = {(void *)l->offer, step == UDP_F_CONFIRM ? 0 : l->offer_len};
 
-	if (pkt_put(l, p, UDP_T_MEET, step, NULL, 0, &iov, 1, lm_now_us(), false, false) ==
+	if (pkt_put(l, p, UDP_T_MEET, step, NULL, 0, &iov, 1, lm_now_us(), false, NULL) ==
 	    -FI_EAGAIN)
 		p->meet_owed |= step;
 	else
@@ -1154,7 +1159,7 @@ static ssize_t udp_link_send(struct lm_link *link, struct lm_link_peer *p, const
 {
 	struct udp_link *l = lm_container_of(link, struct udp_link, link);
 
-	return pkt_take(l, p, hdr, iov, iov_count, lm_now_us(), false, false);
+	return pkt_take(l, p, hdr, iov, iov_count, lm_now_us(), false, NULL);
 }
 
 static ssize_t udp_link_send_many(struct lm_link *link, struct lm_link_peer *p,
@@ -1171,7 +1176,7 @@ static ssize_t udp_link_send_many(struct lm_link *link, struct lm_link_peer *p,
 
 	for (i = 0; i < count; i++) {
 		ret = pkt_take(l, p, pkts[i].hdr, pkts[i].iov, pkts[i].iov_count, now, true,
-		               pkts[i].lent);
+		               pkts[i].lent_by);
 		if (ret)
 			break;
 		if (p->next - first == batch) {
@@ -1185,15 +1190,17 @@ static ssize_t udp_link_send_many(struct lm_link *link, struct lm_link_peer *p,
 	return i ? (ssize_t)i : -FI_EAGAIN;
 }
 
-/* What p's packets still hold of lent payloads, copied.  Without the
- * memory for it the packets cannot stay: p's stream is dropped and p
- * taken for gone (what waits on it fails, as for a dead peer). */
-static void udp_link_unlend(struct lm_link *link, struct lm_link_peer *p)
+/* What p's packets still hold of the payloads lent_by lent, copied.
+ * Without the memory for it the packets cannot stay: p's stream is
+ * dropped and p taken for gone (what waits on it fails, as for a dead
+ * peer). */
+static void udp_link_unlend(struct lm_link *link, struct lm_link_peer *p, const void *lent_by)
 {
 	struct udp_link *l = lm_container_of(link, struct udp_link, link);
 
 	for (unsigned i = 0; p->n_lent && i < UDP_WINDOW; i++)
-		if (p->tx[i].lent && slot_own(l, p, &p->tx[i])) {
+		if (p->tx[i].lent && p->tx[i].lent_by == lent_by &&
+		    slot_own(l, p, &p->tx[i])) {
 			LM_WARN(udp_log_prov, FI_LOG_EP_DATA,
 			        "no memory to keep packets in flight: peer dropped\n");
 			tx_drop(l, p);
@@ -2293,12 +2300,12 @@ static void udp_link_close(struct lm_link *link)
 	        "closing: %llu datagrams sent, %llu of them again (%llu timeouts); "
 	        "%llu duplicates and %llu out of order received; %llu held "
 	        "acknowledgements sent by the keeper; %llu sends cut and %llu reads "
-	        "joined by the kernel; %llu payloads placed\n",
+	        "joined by the kernel; %llu payloads placed; %llu lent ones copied\n",
 	        (unsigned long long)l->n_sent, (unsigned long long)l->n_resent,
 	        (unsigned long long)l->n_timeouts, (unsigned long long)l->n_dup,
 	        (unsigned long long)l->n_ooo, (unsigned long long)l->kept.fired,
 	        (unsigned long long)l->n_cut, (unsigned long long)l->n_joined,
-	        (unsigned long long)l->n_placed);
+	        (unsigned long long)l->n_placed, (unsigned long long)l->n_owned);
 	link_free(l);
 }
 
