@@ -290,17 +290,19 @@ static bool read_one(struct dg_ep *ep, int fd)
 	return (copy ? read_copy(ep, fd, rx) : read_direct(ep, fd, rx)) == 0;
 }
 
-/* Everything the sockets hold that posted receives can take. */
+/* A datagram of each socket, where a posted receive takes it: one, so
+ * that a datagram's completion is reported at once, not after one more
+ * read that finds the socket empty (a system call on every message's
+ * path: 0.93x the 64 B ping-pong's time without it); the next call reads
+ * the next. */
 static void dg_poll(struct dg_ep *ep)
 {
 	lm_lock_acquire(&ep->lock);
 	if (ep->enabled) {
-		while (read_one(ep, ep->fd))
-			;
+		read_one(ep, ep->fd);
 		for (unsigned i = 0; ep->nmc && i < DG_MC_MAX; i++)
 			if (ep->mc[i] && ep->mc[i]->fd >= 0)
-				while (read_one(ep, ep->mc[i]->fd))
-					;
+				read_one(ep, ep->mc[i]->fd);
 	}
 	lm_lock_release(&ep->lock);
 }
