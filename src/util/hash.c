@@ -1,5 +1,6 @@
 /* hash.c - the intrusive chained hash map of hash.h. */
 #include <stdlib.h>
+#include <string.h>
 
 #include <rdma/fi_errno.h>
 
@@ -20,9 +21,25 @@ static uint64_t mix(uint64_t k)
 	return k;
 }
 
+/* Eight bytes a step (FNV-1a's byte a step cost a received packet two
+ * hundred instructions over the two address lookups on its way), the
+ * tail as one short word; mix spreads the result. */
 uint64_t lm_hash_bytes(const void *data, size_t len)
 {
-	return mix(lm_fnv1a(LM_FNV1A_BASIS, data, len));
+	const unsigned char *p = data;
+	uint64_t h = LM_FNV1A_BASIS ^ len, w;
+
+	for (; len >= 8; p += 8, len -= 8) {
+		memcpy(&w, p, 8);
+		h = (h ^ w) * 0x9e3779b97f4a7c15ULL;
+		h ^= h >> 29;
+	}
+	if (len) {
+		w = 0;
+		memcpy(&w, p, len);
+		h = (h ^ w) * 0x9e3779b97f4a7c15ULL;
+	}
+	return mix(h);
 }
 
 int lm_hmap_init(struct lm_hmap *m, size_t expected)

@@ -31,7 +31,8 @@ struct lm_hnode *lm_hmap_find(const struct lm_hmap *m, uint64_t key);
 /* The next node after n with the same key, or NULL. */
 struct lm_hnode *lm_hmap_find_next(const struct lm_hnode *n);
 
-/* 64-bit hash of a byte string (FNV-1a folded through a mixer). */
+/* 64-bit hash of a byte string, for this process's maps (not stable
+ * across builds: lm_fnv1a is). */
 uint64_t lm_hash_bytes(const void *data, size_t len);
 
 /* 64-bit FNV-1a, whose parameters are its definition: h (LM_FNV1A_BASIS
