@@ -1,7 +1,8 @@
 /* dgram.c - the udp provider's FI_EP_DGRAM endpoints between two processes
  * (A, the parent, and B, its child), public API only: limits, sizes, CQ
  * data, iovecs, inject, truncation, FI_SOURCE, foreign datagrams,
- * FI_MULTI_RECV, counters, selective completion, cancel, an fd-waited CQ.
+ * FI_MULTI_RECV, counters, selective completion, cancel, an fd-waited CQ,
+ * a shared transmit context.
  * With the argument "multicast" (dgram_mc.sh runs it in a network
  * namespace of its own): fi_join and multicast sends instead.  With
  * "ipv6" as well (or alone): the same over IPv6 addresses. */
@@ -1015,6 +1016,61 @@ static int c_multicast(struct side *s)
 	return 0;
 }
 
+/* 16: a shared transmit context.  fi_getinfo offers one for DGRAM
+ * (tx_ctx_cnt FI_SHARED_CONTEXT) and no shared receive context; two
+ * endpoints of A bound to one fi_stx_context each send a datagram to B,
+ * each completion on its own CQ; the context is busy while bound. */
+static int c_stx(struct side *s)
+{
+	const size_t len[2] = {100, 333};
+
+	if (s->role == 'A') {
+		struct fi_info *h = fi_dupinfo(s->info), *got = NULL;
+		struct fi_cq_attr cqa = {.size = 8, .format = FI_CQ_FORMAT_DATA};
+		struct fid_stx *stx = NULL;
+		struct fi_context2 ctx[2];
+		struct ep e[2] = {{0}};
+
+		CHECK(h != NULL);
+		if (!h)
+			return -1;
+		h->ep_attr->rx_ctx_cnt = FI_SHARED_CONTEXT;
+		CHECK_INT(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &got), -FI_ENODATA);
+		h->ep_attr->rx_ctx_cnt = 0;
+		h->ep_attr->tx_ctx_cnt = FI_SHARED_CONTEXT;
+		CHECK_INT(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &got), 0);
+		if (got)
+			CHECK_INT(got->ep_attr->tx_ctx_cnt, FI_SHARED_CONTEXT);
+		fi_freeinfo(got);
+		OKR(fi_stx_context(s->dom, NULL, &stx, NULL));
+		for (int i = 0; i < 2; i++) {
+			OKR(fi_endpoint(s->dom, h, &e[i].ep, NULL));
+			OKR(fi_cq_open(s->dom, &cqa, &e[i].tx, NULL));
+			OKR(fi_ep_bind(e[i].ep, &s->av->fid, 0));
+			OKR(fi_ep_bind(e[i].ep, &stx->fid, 0));
+			CHECK_INT(fi_ep_bind(e[i].ep, &stx->fid, 0), -FI_EINVAL); /* one only */
+			OKR(fi_ep_bind(e[i].ep, &e[i].tx->fid, FI_TRANSMIT));
+			OKR(fi_enable(e[i].ep));
+		}
+		fi_freeinfo(h);
+		for (int i = 0; i < 2; i++) {
+			GO(hear(s, 160 + (uint32_t)i));
+			fill(s->big, len[i], 16 + (unsigned)i);
+			POST(fi_send(e[i].ep, s->big, len[i], NULL, s->peer, &ctx[i]));
+			GO(send_done(e[i].tx, &ctx[i]));
+		}
+		no_entry(e[0].tx, QUIET_MS); /* each its own */
+		CHECK_INT(fi_close(&stx->fid), -FI_EBUSY);
+		for (int i = 0; i < 2; i++)
+			ep_close(&e[i]);
+		CHECK_INT(fi_close(&stx->fid), 0);
+		return tell(s, 162);
+	}
+	for (int i = 0; i < 2; i++)
+		GO(recv_one(s, 160 + (uint32_t)i, 1000, len[i], 16 + (unsigned)i, NULL, NULL));
+	return hear(s, 162);
+}
+
 static const struct tcase unicast_cases[] = {
     {"1 info", c_info},
     {"2 sizes, both ways", c_sizes},
@@ -1030,6 +1086,7 @@ static const struct tcase unicast_cases[] = {
     {"12 selective completion", c_selective},
     {"13 cancel", c_cancel},
     {"14 FI_WAIT_FD sread", c_wait_fd},
+    {"16 shared transmit context", c_stx},
 };
 
 static const struct tcase multicast_cases[] = {

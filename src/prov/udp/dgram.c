@@ -63,6 +63,10 @@ struct dg_ep {
 	bool tx_selective, rx_selective;
 	struct lm_cntr *send_cntr, *recv_cntr;
 	struct lm_eq *eq;
+	/* A shared transmit context (fi_stx_context): a datagram goes at
+	 * the call, so there is no queue to share; its completion goes to
+	 * this endpoint's CQ, as man fi_endpoint has it. */
+	struct lm_rdm_stx *stx;
 	struct lm_progress hook_cq, hook_cntr;
 
 	/* Receive side, under lock: posted receives in order, and the
@@ -900,7 +904,18 @@ static int dg_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 		ep->eq = lm_container_of(bfid, struct lm_eq, eq_fid.fid);
 		atomic_fetch_add(&ep->eq->ref, 1);
 		return 0;
-	default:
+	case FI_CLASS_STX_CTX: {
+		struct lm_rdm_stx *stx = lm_container_of(bfid, struct lm_rdm_stx, stx_fid.fid);
+
+		if (flags)
+			return -FI_EBADFLAGS;
+		if (ep->stx || stx->dom != &ep->dom->rdm)
+			return -FI_EINVAL;
+		ep->stx = stx;
+		atomic_fetch_add(&stx->ref, 1);
+		return 0;
+	}
+	default: /* a shared receive context among them: fi_getinfo offers none */
 		return -FI_EINVAL;
 	}
 }
@@ -982,6 +997,8 @@ static int dg_close(struct fid *fid)
 		atomic_fetch_sub(&ep->av->ref, 1);
 	if (ep->eq)
 		atomic_fetch_sub(&ep->eq->ref, 1);
+	if (ep->stx)
+		atomic_fetch_sub(&ep->stx->ref, 1);
 	if (ep->fd >= 0)
 		close(ep->fd);
 	atomic_fetch_sub(&ep->dom->rdm.util.ref, 1);

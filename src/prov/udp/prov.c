@@ -128,6 +128,9 @@ static int iface_infos(uint32_t version, const struct fi_info *hints,
 	*got = NULL;
 	dom.name = ddom.name = f->name;
 	ddom.data_progress = FI_PROGRESS_MANUAL;
+	/* DGRAM endpoints share transmit contexts (a datagram goes at the
+	 * call), not receive contexts. */
+	ddom.max_ep_srx_ctx = 0;
 	udp_params_read(&params);
 	dep.max_msg_size = udp_dgram_max(&params, &f->addr) - sizeof(struct udp_dg_hdr);
 	dtx.inject_size = dep.max_msg_size;
