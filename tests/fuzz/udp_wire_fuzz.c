@@ -17,9 +17,9 @@
  * restarted peers too.
  *
  * Input (a stream of choices, reader.h): records until the input ends;
- * record kind = byte % 8: 0-4 a built datagram, 5 a raw one (2-byte
- * length, then bytes), 6 progress A, 7 a peer restarts (newer
- * incarnation). */
+ * record kind = byte % 8: 0-3 a built datagram, 4 a short DATA packet,
+ * 5 a raw one (2-byte length, then bytes), 6 progress A, 7 a peer
+ * restarts (newer incarnation). */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stddef.h>
@@ -58,6 +58,10 @@ struct hostile {
 	uint64_t inc;
 	uint32_t epoch;
 	uint64_t next;
+	/* A's epoch toward it, as far as the hostile can tell: A starts one
+	 * for each incarnation it meets (fresh: none sent of this one yet). */
+	uint32_t a_epoch;
+	bool fresh;
 };
 
 static struct node A;
@@ -182,8 +186,20 @@ static void drain(void)
 				memcpy(&w, buf, sizeof(w));
 				if (w.magic == UDP_MAGIC && w.src_inc)
 					a_inc = w.src_inc;
+				/* A's packets name its epoch toward us. */
+				if (w.magic == UDP_MAGIC && w.dst_inc == H[k].inc &&
+				    (w.type == UDP_T_DATA || w.type == UDP_T_MEET))
+					H[k].a_epoch = w.epoch;
 			}
 	}
+}
+
+/* The hostile is about to send a datagram of its incarnation. */
+static void sending(struct hostile *h)
+{
+	if (h->fresh)
+		h->a_epoch++;
+	h->fresh = false;
 }
 
 static void setup(void)
@@ -218,6 +234,7 @@ static void setup(void)
 		    getsockname(H[k].fd, (struct sockaddr *)&H[k].addr, &len))
 			die("a hostile socket", -1);
 		H[k].inc = 1000 + (uint64_t)k;
+		H[k].fresh = true;
 	}
 	/* Learn A's incarnation: a first packet (an empty CREDIT), which A's
 	 * progress acknowledges. */
@@ -235,6 +252,7 @@ static void setup(void)
 		memcpy(buf, &w, sizeof(w));
 		memcpy(buf + sizeof(w), &eh, sizeof(eh));
 		udp_wire_seal_buf(buf, sizeof(buf));
+		sending(&H[0]);
 		sendto(H[0].fd, buf, sizeof(buf), 0, (struct sockaddr *)&A.addr, sizeof(A.addr));
 		progress(4);
 		usleep(1000);
@@ -333,6 +351,7 @@ static void built(struct fz_reader *r, int k)
 	}
 	memcpy(buf, &w, sizeof(w));
 	udp_wire_seal_buf(buf, len);
+	sending(h);
 	if (mode & 0x40 && fz_below(r, 2)) {
 		/* One check left wrong: the headers', the payload's, or a
 		 * byte after the wire header flipped. */
@@ -344,6 +363,59 @@ static void built(struct fz_reader *r, int k)
 		corrupt++;
 	}
 	sendto(h->fd, buf, len, 0, (struct sockaddr *)&A.addr, sizeof(A.addr));
+	dgrams++;
+}
+
+/* A short DATA packet (udp_short) from hostile k: mostly of the pair A
+ * knows, with the next sequence number, engine words from a header as
+ * built()'s. */
+static void built_short(struct fz_reader *r, int k)
+{
+	static uint8_t buf[4096];
+	struct hostile *h = &H[k];
+	struct udp_short s = {.magic = UDP_MAGIC, .version = UDP_PROTO_VERSION,
+	                      .type = UDP_T_SHORT};
+	struct lm_rdm_hdr eh = {.version = LM_RDM_WIRE_VERSION};
+	uint64_t words[8];
+	size_t at = sizeof(s), plen;
+	uint8_t pick;
+
+	eh.op = (uint8_t)(fz_below(r, 8) ? 1 + fz_below(r, LM_OP_MAX) : fz_u8(r));
+	eh.flags = (uint16_t)fz_flags(r, LM_HF_TAGGED | LM_HF_CQ_DATA | LM_HF_ACK);
+	eh.tag = fz_below(r, 2) ? 0 : fz_u64(r);
+	eh.data = fz_below(r, 2) ? 0 : fz_u64(r);
+	plen = fz_below(r, 8) ? fz_below(r, UDP_SHORT_MAX + 1) : fz_below(r, 2048);
+	eh.len = fz_below(r, 8) ? (uint32_t)plen : fz_u32(r);
+	eh.size = fz_below(r, 4) ? plen : fz_size(r);
+	memcpy(words, &eh, sizeof(words));
+	pick = fz_below(r, 8) ? 0 : fz_u8(r); /* 0: the non-zero words */
+	for (unsigned i = 0; i < 8; i++)
+		if (pick ? pick >> i & 1 : words[i] != 0) {
+			s.words |= (uint8_t)(1u << i);
+			memcpy(buf + at, &words[i], 8);
+			at += 8;
+		}
+	s.flags = fz_below(r, 8) ? 0 : fz_u8(r);
+	if (s.flags & UDP_S_SACK) {
+		uint64_t sack = fz_u64(r);
+
+		memcpy(buf + at, &sack, 8);
+		at += 8; /* after the words: misplaced, which the check does not see */
+	}
+	s.len = (uint16_t)(fz_below(r, 16) ? plen : fz_u16(r));
+	sending(h);
+	s.pair = fz_below(r, 8) ? udp_pair_tag(h->inc, a_inc, h->epoch, h->a_epoch) : fz_u32(r);
+	s.seq = fz_below(r, 4) ? (uint32_t)h->next++ : fz_u32(r);
+	s.ack = fz_u32(r);
+	for (size_t i = 0; i < plen && at < sizeof(buf); i++)
+		buf[at++] = fz_more(r) ? fz_u8(r) : (uint8_t)i;
+	memcpy(buf, &s, sizeof(s));
+	udp_wire_seal_buf(buf, at);
+	if (fz_below(r, 8) == 0) {
+		buf[fz_size(r) % at] ^= (uint8_t)(1 + fz_below(r, 255));
+		corrupt++;
+	}
+	sendto(h->fd, buf, at, 0, (struct sockaddr *)&A.addr, sizeof(A.addr));
 	dgrams++;
 }
 
@@ -369,12 +441,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		H[k].inc += HOSTILES;
 		H[k].epoch = 1;
 		H[k].next = 1;
+		H[k].fresh = true;
 	}
 	for (int n = 0; fz_more(&r) && n < 256; n++) {
 		uint8_t kind = fz_u8(&r);
 		int k = (kind >> 3) % HOSTILES;
 
 		switch (kind % 8) {
+		case 4:
+			built_short(&r, k);
+			break;
 		case 5:
 			raw(&r, k);
 			break;
@@ -385,6 +461,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			H[k].inc += HOSTILES;
 			H[k].epoch = 1;
 			H[k].next = 1;
+			H[k].fresh = true;
 			break;
 		default:
 			built(&r, k);

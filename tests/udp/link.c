@@ -393,6 +393,7 @@ static void through_as(const char *what, struct mangle m, bool lend)
 	struct end a, b;
 	struct relay r;
 	uint64_t sa = 0, sb = 0, end;
+	struct udp_link_counts ca, cb;
 
 	if (end_open(&a, "a", NULL) || end_open(&b, "b", NULL) ||
 	    relay_open(&r, &a, &b, m)) {
@@ -413,15 +414,23 @@ static void through_as(const char *what, struct mangle m, bool lend)
 		udp_link_ops.poll(b.link, 64);
 		relay_run(&r);
 	}
+	udp_link_counts(a.link, &ca);
+	udp_link_counts(b.link, &cb);
 	fprintf(stderr,
-	        "%s: %llu and %llu of %d delivered; relay saw %llu: %llu dropped, %llu "
-	        "duplicated, %llu reordered, %llu corrupted\n",
+	        "%s: %llu and %llu of %d delivered, %llu and %llu sent short; relay saw "
+	        "%llu: %llu dropped, %llu duplicated, %llu reordered, %llu corrupted\n",
 	        what, (unsigned long long)a.got, (unsigned long long)b.got, NPKT,
+	        (unsigned long long)ca.shorts, (unsigned long long)cb.shorts,
 	        (unsigned long long)r.seen, (unsigned long long)r.dropped,
 	        (unsigned long long)r.dupped, (unsigned long long)r.reordered,
 	        (unsigned long long)r.corrupted);
 	CHECK_INT(a.got, NPKT);
 	CHECK_INT(b.got, NPKT);
+	/* Both ways, the small packets go short once each side heard the
+	 * other (a's lent ones go long: sent from the application's memory). */
+	CHECK(cb.shorts > 0);
+	if (!lend)
+		CHECK(ca.shorts > 0);
 	CHECK_INT(a.bad + b.bad, 0);
 	CHECK_INT(a.lost + b.lost, 0);
 	CHECK(udp_link_ops.peer_alive(a.link, a.peer));
@@ -681,6 +690,142 @@ static void stray(void)
 	end_close(&b);
 }
 
+/* A short packet at buf: header s, engine words of h as mask words
+ * (0: its non-zero ones), sack if s has UDP_S_SACK, len payload bytes of
+ * packet tag; sealed.  Returns its length. */
+static size_t short_make(unsigned char *buf, struct udp_short s, const struct lm_rdm_hdr *h,
+                         unsigned words, size_t len)
+{
+	uint64_t w[HDR / 8];
+	size_t at = sizeof(s);
+
+	memcpy(w, h, sizeof(w));
+	s.words = 0;
+	if (s.flags & UDP_S_SACK) {
+		memset(buf + at, 0, 8);
+		at += 8;
+	}
+	for (unsigned i = 0; i < HDR / 8; i++)
+		if (words ? words >> i & 1 : w[i] != 0) {
+			s.words |= (uint8_t)(1u << i);
+			memcpy(buf + at, &w[i], 8);
+			at += 8;
+		}
+	s.len = (uint16_t)len;
+	for (size_t k = 0; k < len; k++)
+		buf[at + k] = byte_of(h->tag, k);
+	memcpy(buf, &s, sizeof(s));
+	udp_wire_seal_buf(buf, at + len);
+	return at + len;
+}
+
+/* udp_wire_check on the short form: its length must be what its words,
+ * sack and payload make, its flags known, its words within the engine
+ * header, and its check must hold over every byte. */
+static void short_wire_checks(void)
+{
+	unsigned char buf[512];
+	struct udp_short s = {.magic = UDP_MAGIC, .version = UDP_PROTO_VERSION,
+	                      .type = UDP_T_SHORT, .pair = 7, .seq = 1, .ack = 1};
+	struct lm_rdm_hdr h = {.version = 1, .op = 3, .size = 16, .tag = 5, .data = ~5ull};
+	size_t n = short_make(buf, s, &h, 0, 16);
+
+	CHECK_INT(n, sizeof(s) + 4 * 8 + 16); /* word 0, size, tag, data */
+	CHECK_INT(udp_wire_check(buf, n, HDR, 1000), 0);
+	CHECK(udp_wire_check(buf, n - 1, HDR, 1000) < 0);
+	CHECK(udp_wire_check(buf, n, HDR, 8) < 0); /* beyond max_payload */
+	CHECK(udp_wire_check(buf, n, 3 * 8, 1000) < 0); /* word 3 past the header */
+	for (size_t at = 0; at < n; at++) {
+		buf[at] ^= 0x10;
+		CHECK(udp_wire_check(buf, n, HDR, 1000) < 0);
+		buf[at] ^= 0x10;
+	}
+	CHECK_INT(udp_wire_check(buf, n, HDR, 1000), 0);
+	s.flags = UDP_S_SACK;
+	n = short_make(buf, s, &h, 0, 16);
+	CHECK_INT(n, sizeof(s) + 8 + 4 * 8 + 16);
+	CHECK_INT(udp_wire_check(buf, n, HDR, 1000), 0);
+	s.flags = 2; /* unknown */
+	n = short_make(buf, s, &h, 0, 16);
+	CHECK(udp_wire_check(buf, n, HDR, 1000) < 0);
+	s.flags = 0;
+	n = short_make(buf, s, &h, 0xff, 16); /* every word, zeros too */
+	CHECK_INT(udp_wire_check(buf, n, HDR, 1000), 0);
+	n = short_make(buf, s, &h, 0, UDP_SHORT_MAX + 1);
+	CHECK(udp_wire_check(buf, n, HDR, 100000) < 0); /* too long for the form */
+	s.version = UDP_PROTO_VERSION - 1;
+	n = short_make(buf, s, &h, 0, 16);
+	CHECK(udp_wire_check(buf, n, HDR, 1000) < 0);
+}
+
+/* Short packets b has no pair for: from a stranger, and from its peer's
+ * address (the relay's socket that faces it) with another pair tag, as a
+ * previous incarnation's would have.  Each is the next packet b expects,
+ * of the right size and bytes, sealed: b must deliver neither, and the
+ * real stream goes on, every packet once, intact. */
+static void short_strays(void)
+{
+	struct end a, b;
+	struct relay r;
+	struct udp_link_counts ca, cb;
+	unsigned char buf[512];
+	struct udp_short s = {.magic = UDP_MAGIC, .version = UDP_PROTO_VERSION,
+	                      .type = UDP_T_SHORT, .pair = 0x5eed};
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	uint64_t sa = 0, sb = 0, end, got;
+	size_t n;
+
+	if (fd < 0 || end_open(&a, "a", NULL) || end_open(&b, "b", NULL) ||
+	    relay_open(&r, &a, &b, (struct mangle){0})) {
+		CHECK(0);
+		return;
+	}
+	CHECK_INT(udp_link_ops.peer_open(a.link, &r.addr[0], &a.peer), 0);
+	CHECK_INT(udp_link_ops.peer_open(b.link, &r.addr[1], &b.peer), 0);
+	for (int round = 0; round < 2; round++) {
+		for (end = lm_now_ms() + WAIT_MS;
+		     (a.got < 20 * (round + 1u) || b.got < 20 * (round + 1u)) && lm_now_ms() < end;) {
+			if (sa < 20 * (round + 1u) && !send_len(&a, sa, 64))
+				sa++;
+			if (sb < 20 * (round + 1u) && !send_len(&b, sb, 64))
+				sb++;
+			relay_run(&r);
+			udp_link_ops.poll(a.link, 64);
+			udp_link_ops.poll(b.link, 64);
+			relay_run(&r);
+		}
+		if (round)
+			break;
+		got = b.got;
+		{
+			struct lm_rdm_hdr h = {.version = 1, .op = 3, .size = 64, .tag = sa,
+			                       .data = ~sa};
+
+			s.seq = (uint32_t)(sa + 1);
+			s.ack = (uint32_t)(sb + 1);
+			n = short_make(buf, s, &h, 0, 64);
+		}
+		CHECK(sendto(fd, buf, n, 0, (struct sockaddr *)&b.addr, sizeof(b.addr)) > 0);
+		CHECK(sendto(r.fd[1], buf, n, 0, (struct sockaddr *)&r.to[1], sizeof(r.to[1])) > 0);
+		for (int i = 0; i < 100; i++) {
+			udp_link_ops.poll(b.link, 64);
+			usleep(100);
+		}
+		CHECK_INT(b.got, got);
+	}
+	udp_link_counts(a.link, &ca);
+	udp_link_counts(b.link, &cb);
+	CHECK_INT(a.got, 40);
+	CHECK_INT(b.got, 40);
+	CHECK_INT(a.bad + b.bad, 0);
+	CHECK_INT(a.lost + b.lost, 0);
+	CHECK(ca.shorts > 0 && cb.shorts > 0);
+	close(fd);
+	relay_close(&r);
+	end_close(&a);
+	end_close(&b);
+}
+
 /* udp_wire_check refuses what is malformed. */
 static void wire_checks(void)
 {
@@ -796,6 +941,7 @@ static void wire_checks(void)
 		CHECK(udp_wire_check(big, sizeof(big), HDR, 1000) < 0); /* too long an offer */
 	}
 #undef SEAL
+	short_wire_checks();
 }
 
 /* Poll a, b and the relay until done() or WAIT_MS. */
@@ -973,6 +1119,7 @@ int main(void)
 	batched("10% loss, reordered", (struct mangle){.drop = 10, .reorder = 20}, true);
 	restart();
 	stray();
+	short_strays();
 	meet(false);
 	meet(true);
 	meet_plain();

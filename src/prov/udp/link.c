@@ -12,6 +12,7 @@
  * The socket and two timers (retransmission, the engine's wake_after)
  * share one epoll set, the link's fd. */
 #include <errno.h>
+#include <stddef.h>
 #include <time.h> /* before linux/errqueue.h, which uses struct timespec */
 #include <linux/errqueue.h>
 #include <net/if.h>
@@ -207,6 +208,11 @@ struct udp_link {
 	uint8_t *phead;
 	uint64_t n_placed;
 	char rctl[UDP_BATCH][CMSG_SPACE(sizeof(int))];
+	/* Short DATA packets (udp_short): whether the engine header fits
+	 * the form, and a short packet read, in the long form it stands for. */
+	bool shorts;
+	uint64_t sbuf[(sizeof(struct udp_wire) + 64 + UDP_SHORT_MAX) / 8];
+	struct lm_link_peer *last_peer; /* peer_find's last answer */
 	lm_link_recv_fn recv;
 	void (*on_lost)(void *arg, const void *src_addr);
 	void *arg;
@@ -234,6 +240,7 @@ struct udp_link {
 	uint64_t n_sent, n_resent, n_timeouts, n_dup, n_ooo;
 	uint64_t n_cut, n_joined; /* sends the kernel cut, reads it joined */
 	uint64_t n_owned; /* lent payloads copied when unlent */
+	uint64_t n_short; /* packets sent in the short form */
 	/* recvmmsg's buffers. */
 	bool quiet; /* the last read found nothing (read_dgrams) */
 	struct mmsghdr rmsg[UDP_BATCH];
@@ -508,6 +515,16 @@ void udp_wire_seal_buf(void *buf, size_t len)
 	struct udp_wire w;
 	size_t hl;
 
+	if (len >= sizeof(struct udp_short) && b[offsetof(struct udp_wire, type)] == UDP_T_SHORT) {
+		uint32_t check = 0;
+
+		memcpy(b + offsetof(struct udp_short, check), &check, sizeof(check));
+		check = udp_crc32c(0, b, len);
+		memcpy(b + offsetof(struct udp_short, check), &check, sizeof(check));
+		return;
+	}
+	if (len < sizeof(w))
+		return;
 	memcpy(&w, b, sizeof(w));
 	hl = LM_MIN((size_t)w.hdr_len, len - sizeof(w));
 	w.body = body_sum(b + sizeof(w) + hl, len - sizeof(w) - hl);
@@ -560,11 +577,42 @@ static int head_check(const uint8_t *buf, size_t have, size_t len, size_t hdr_si
 	return 0;
 }
 
+/* The checks of a short packet (udp_short) of len bytes at buf, as
+ * head_check's of the long form, and its sum. */
+static int short_check(const uint8_t *buf, size_t len, size_t hdr_size, size_t max_payload)
+{
+	struct udp_short h;
+	size_t want;
+
+	if (len < sizeof(h))
+		return -FI_EMSGSIZE;
+	memcpy(&h, buf, sizeof(h));
+	if (h.magic != UDP_MAGIC || h.version != UDP_PROTO_VERSION || h.type != UDP_T_SHORT)
+		return -FI_EPROTO;
+	if (hdr_size % 8 || hdr_size > 64 || (hdr_size < 64 && h.words >> (hdr_size / 8)) ||
+	    (h.flags & ~UDP_S_SACK) || h.len > max_payload || h.len > UDP_SHORT_MAX)
+		return -FI_EPROTO;
+	want = sizeof(h) + (h.flags & UDP_S_SACK ? 8 : 0) + 8 * (size_t)__builtin_popcount(h.words) +
+	       h.len;
+	if (len != want)
+		return -FI_EPROTO;
+	h.check = 0;
+	if (udp_crc32c(udp_crc32c(0, &h, sizeof(h)), buf + sizeof(h), len - sizeof(h)) !=
+	    ((const struct udp_short *)(const void *)buf)->check)
+		return -FI_EIO;
+	return 0;
+}
+
 int udp_wire_check(const void *buf, size_t len, size_t hdr_size, size_t max_payload)
 {
 	const uint8_t *b = buf;
 	struct udp_wire w;
-	int ret = head_check(b, len, len, hdr_size, max_payload);
+	int ret;
+
+	if (len >= sizeof(struct udp_short) && b[offsetof(struct udp_wire, type)] == UDP_T_SHORT &&
+	    b[offsetof(struct udp_wire, version)] == UDP_PROTO_VERSION)
+		return short_check(b, len, hdr_size, max_payload);
+	ret = head_check(b, len, len, hdr_size, max_payload);
 
 	if (ret)
 		return ret;
@@ -672,15 +720,19 @@ static uint64_t addr_hash(const union lm_inet_addr *a)
 	return lm_hash_bytes(a, sizeof(*a));
 }
 
+/* Peers live as long as their link: the last one found is asked first
+ * (a ping-pong's every datagram is of one peer). */
 static struct lm_link_peer *peer_find(struct udp_link *l, const union lm_inet_addr *a)
 {
 	struct lm_hnode *n;
 
+	if (l->last_peer && !memcmp(&l->last_peer->addr, a, sizeof(*a)))
+		return l->last_peer;
 	for (n = lm_hmap_find(&l->peers, addr_hash(a)); n; n = lm_hmap_find_next(n)) {
 		struct lm_link_peer *p = lm_container_of(n, struct lm_link_peer, hnode);
 
 		if (!memcmp(&p->addr, a, sizeof(*a)))
-			return p;
+			return l->last_peer = p;
 	}
 	return NULL;
 }
@@ -820,14 +872,73 @@ static unsigned slot_iov(const struct udp_slot *s, struct iovec *iov)
 	return 2;
 }
 
+/* A datagram of the short form (udp_short) at most. */
+#define UDP_SHORT_DGRAM (sizeof(struct udp_short) + 8 + 64 + UDP_SHORT_MAX)
+
+/* s's packet in the short form at out, with the acknowledgement as of
+ * now: its length, or 0 when it goes in the long form (sent before,
+ * large, lent, or to a peer that has not acknowledged a packet of this
+ * epoch or whose packets we have not taken). */
+static size_t short_build(struct udp_link *l, struct lm_link_peer *p, struct udp_slot *s,
+                          uint8_t *out)
+{
+	struct udp_wire *w = (struct udp_wire *)s->buf;
+	const uint8_t *eh = s->buf + sizeof(*w);
+	struct udp_short h;
+	uint8_t *at = out + sizeof(h);
+	unsigned words = 0;
+
+	if (!l->shorts || s->tries || s->lent || w->type != UDP_T_DATA ||
+	    w->len > UDP_SHORT_MAX || p->anyone || !p->rx_epoch || p->una == 1)
+		return 0;
+	ack_fill(p, w);
+	h = (struct udp_short){.magic = UDP_MAGIC,
+	                       .version = UDP_PROTO_VERSION,
+	                       .type = UDP_T_SHORT,
+	                       .len = w->len,
+	                       .pair = udp_pair_tag(w->src_inc, w->dst_inc, w->epoch, w->ack_epoch),
+	                       .seq = (uint32_t)w->seq,
+	                       .ack = (uint32_t)w->ack};
+	if (w->sack) {
+		h.flags = UDP_S_SACK;
+		memcpy(at, &w->sack, 8);
+		at += 8;
+	}
+	for (size_t i = 0; i < l->hdr_size / 8; i++) {
+		uint64_t v;
+
+		memcpy(&v, eh + 8 * i, 8);
+		if (v) {
+			words |= 1u << i;
+			memcpy(at, &v, 8);
+			at += 8;
+		}
+	}
+	h.words = (uint8_t)words;
+	memcpy(at, eh + l->hdr_size, w->len);
+	at += w->len;
+	memcpy(out, &h, sizeof(h));
+	h.check = udp_crc32c(0, out, (size_t)(at - out));
+	memcpy(out + offsetof(struct udp_short, check), &h.check, sizeof(h.check));
+	return (size_t)(at - out);
+}
+
 static ssize_t slot_send(struct udp_link *l, struct lm_link_peer *p, struct udp_slot *s,
                          uint64_t now)
 {
+	uint64_t sb[UDP_SHORT_DGRAM / 8];
+	size_t slen = short_build(l, p, s, (uint8_t *)sb);
 	struct iovec iov[2];
+	unsigned n_iov = 1;
 	ssize_t ret;
 
-	slot_seal(p, s);
-	ret = dgram_sendv(l, p, iov, slot_iov(s, iov));
+	if (slen) {
+		iov[0] = (struct iovec){sb, slen};
+	} else {
+		slot_seal(p, s);
+		n_iov = slot_iov(s, iov);
+	}
+	ret = dgram_sendv(l, p, iov, n_iov);
 	if (ret) {
 		s->sent_us = 0;
 		p->unsent = l->unsent = true;
@@ -838,6 +949,7 @@ static ssize_t slot_send(struct udp_link *l, struct lm_link_peer *p, struct udp_
 	if (s->tries++)
 		l->n_resent++;
 	l->n_sent++;
+	l->n_short += slen != 0;
 	return 0;
 }
 
@@ -1498,6 +1610,55 @@ static int on_checked(struct udp_link *l, const uint8_t *buf, size_t len,
 	return on_data(l, p, buf, len, w.seq, placed);
 }
 
+/* A short packet from `from`, its checks passed: taken as the long form
+ * it stands for, when it is of the pair we know.  Returns packets handed
+ * to the engine. */
+static int on_short(struct udp_link *l, const uint8_t *buf, const union lm_inet_addr *from,
+                    uint64_t now)
+{
+	struct lm_link_peer *p = peer_find(l, from);
+	uint8_t *out = (uint8_t *)l->sbuf, *eh = out + sizeof(struct udp_wire);
+	const uint8_t *at = buf + sizeof(struct udp_short);
+	struct udp_short h;
+	struct udp_wire w;
+
+	memcpy(&h, buf, sizeof(h));
+	if (!l->shorts || !p || p->anyone || !p->rx_epoch ||
+	    h.pair != udp_pair_tag(p->inc, l->inc, p->rx_epoch, p->epoch)) {
+		drop_log(l, "short, of no pair we know");
+		return 0;
+	}
+	w = (struct udp_wire){.magic = UDP_MAGIC,
+	                      .version = UDP_PROTO_VERSION,
+	                      .type = UDP_T_DATA,
+	                      .hdr_len = (uint8_t)l->hdr_size,
+	                      .len = h.len,
+	                      .src_inc = p->inc,
+	                      .dst_inc = l->inc,
+	                      .epoch = p->rx_epoch,
+	                      .ack_epoch = p->epoch,
+	                      /* the nearest to what each side expects */
+	                      .seq = p->rx_next +
+	                             (uint64_t)(int64_t)(int32_t)(h.seq - (uint32_t)p->rx_next),
+	                      .ack = p->next - (uint32_t)((uint32_t)p->next - h.ack)};
+	if (h.flags & UDP_S_SACK) {
+		memcpy(&w.sack, at, 8);
+		at += 8;
+	}
+	memcpy(out, &w, sizeof(w));
+	for (size_t i = 0; i < l->hdr_size / 8; i++) {
+		uint64_t v = 0;
+
+		if (h.words >> i & 1) {
+			memcpy(&v, at, 8);
+			at += 8;
+		}
+		memcpy(eh + 8 * i, &v, 8);
+	}
+	memcpy(eh + l->hdr_size, at, h.len);
+	return on_checked(l, out, sizeof(w) + l->hdr_size + h.len, from, now, false);
+}
+
 /* One datagram from `from`.  Returns packets handed to the engine. */
 static int on_dgram(struct udp_link *l, const uint8_t *buf, size_t len,
                     const union lm_inet_addr *from, uint64_t now)
@@ -1508,6 +1669,8 @@ static int on_dgram(struct udp_link *l, const uint8_t *buf, size_t len,
 		drop_log(l, ret == -FI_EIO ? "check failed" : "malformed");
 		return 0;
 	}
+	if (buf[offsetof(struct udp_wire, type)] == UDP_T_SHORT)
+		return on_short(l, buf, from, now);
 	return on_checked(l, buf, len, from, now, false);
 }
 
@@ -2192,6 +2355,7 @@ static int link_open(int family, void *ctx, const struct lm_link_attr *attr,
 	l->self = a;
 	l->inc = inc_draw();
 	l->hdr_size = attr->hdr_size;
+	l->shorts = l->hdr_size % 8 == 0 && l->hdr_size <= 64;
 	l->recv = attr->recv;
 	l->on_lost = attr->lost;
 	l->arg = attr->arg;
@@ -2297,12 +2461,13 @@ static void udp_link_close(struct lm_link *link)
 	acks_flush(l);
 	farewell(l);
 	LM_INFO(udp_log_prov, FI_LOG_EP_DATA,
-	        "closing: %llu datagrams sent, %llu of them again (%llu timeouts); "
-	        "%llu duplicates and %llu out of order received; %llu held "
+	        "closing: %llu datagrams sent, %llu of them again (%llu timeouts), "
+	        "%llu in the short form; %llu duplicates and %llu out of order received; %llu held "
 	        "acknowledgements sent by the keeper; %llu sends cut and %llu reads "
 	        "joined by the kernel; %llu payloads placed; %llu lent ones copied\n",
 	        (unsigned long long)l->n_sent, (unsigned long long)l->n_resent,
-	        (unsigned long long)l->n_timeouts, (unsigned long long)l->n_dup,
+	        (unsigned long long)l->n_timeouts, (unsigned long long)l->n_short,
+	        (unsigned long long)l->n_dup,
 	        (unsigned long long)l->n_ooo, (unsigned long long)l->kept.fired,
 	        (unsigned long long)l->n_cut, (unsigned long long)l->n_joined,
 	        (unsigned long long)l->n_placed, (unsigned long long)l->n_owned);
@@ -2314,7 +2479,7 @@ void udp_link_counts(const struct lm_link *link, struct udp_link_counts *c)
 	const struct udp_link *l = lm_container_of(link, const struct udp_link, link);
 
 	*c = (struct udp_link_counts){.cut = l->n_cut, .joined = l->n_joined,
-	                              .placed = l->n_placed};
+	                              .placed = l->n_placed, .shorts = l->n_short};
 }
 
 static int udp_link_peer_open(struct lm_link *link, const void *addr,

@@ -1,4 +1,4 @@
-/* proto.h - the udp link's wire format (UDP_PROTO_VERSION, now 4): the
+/* proto.h - the udp link's wire format (UDP_PROTO_VERSION, now 5): the
  * header in front of every datagram, which makes a stream of reliable,
  * ordered packets per pair of endpoints out of UDP's datagrams.
  *
@@ -6,6 +6,8 @@
  *   | udp_wire (64 B)  | engine header        | payload           |
  *   |                  | (hdr_len B, DATA)    | (len B, DATA)     |
  *   +------------------+----------------------+-------------------+
+ *
+ * or, for a small DATA packet, the short form (udp_short, below).
  *
  * Every datagram carries the sender's incarnation (src_inc, drawn at
  * random when its endpoint opens) and the incarnation it knows of the
@@ -55,13 +57,14 @@
 #define UDP_MAGIC         0x4c55 /* "UL" little-endian */
 /* The format's version (also fi_info's protocol_version): a datagram of
  * another is dropped. */
-#define UDP_PROTO_VERSION 4
+#define UDP_PROTO_VERSION 5
 
 /* Wire values of udp_wire.type. */
 enum {
 	UDP_T_DATA = 1, /* an engine packet: header and payload follow */
 	UDP_T_ACK = 2,  /* acknowledgement only: nothing follows */
 	UDP_T_MEET = 3, /* a handshake step (flags), numbered as DATA: an offer follows */
+	UDP_T_SHORT = 4, /* a small DATA packet in short form (udp_short) */
 };
 
 /* udp_wire.flags on ACKs (0 on DATA): PROBE asks for an ACK back at
@@ -102,6 +105,56 @@ struct udp_wire {
 };
 
 _Static_assert(sizeof(struct udp_wire) == 64, "udp wire header is 64 bytes");
+
+/* A small DATA packet's short form, for a pair that has heard from each
+ * other: what the long form says of incarnations and epochs both sides
+ * know already, so it carries their 32-bit digest (pair, udp_pair_tag of
+ * the sender's incarnation, the receiver's, the sender's epoch toward the
+ * receiver, and the receiver's epoch toward the sender, which its ack is
+ * of).  seq and ack are the low 32 bits of the long form's: the receiver
+ * takes the values nearest what it expects (a window is far shorter than
+ * 2^31).  Then the sack word if flags has UDP_S_SACK, then the engine
+ * header's non-zero 8-byte words (bit i of words: word i; the others are
+ * zero), then len bytes of payload.  check is the CRC-32C of the whole
+ * datagram with check 0.
+ *
+ * A sender uses it for a packet's first send when the payload is at most
+ * UDP_SHORT_MAX bytes and it has taken packets of the peer's current
+ * epoch; a packet sent again goes in the long form.  A receiver takes a
+ * short packet from a peer whose pair tag it matches, as the long form
+ * it stands for, and drops any other (as lost: the long form follows).
+ * A 64-byte message so fits a 128-byte datagram, which the kernel moves
+ * faster than a larger one. */
+#define UDP_SHORT_MAX 256
+#define UDP_S_SACK    1
+
+struct udp_short {
+	uint16_t magic;
+	uint8_t version;
+	uint8_t type;    /* UDP_T_SHORT */
+	uint8_t words;   /* the engine header's words present */
+	uint8_t flags;   /* UDP_S_* */
+	uint16_t len;    /* payload bytes */
+	uint32_t check;  /* CRC-32C of the datagram with check 0 */
+	uint32_t pair;   /* udp_pair_tag */
+	uint32_t seq;    /* low 32 bits */
+	uint32_t ack;    /* low 32 bits; the sender has taken packets of ours */
+};
+
+_Static_assert(sizeof(struct udp_short) == 24, "udp short header is 24 bytes");
+
+/* The pair digest of a short packet from an endpoint of incarnation src
+ * (epoch toward the receiver: epoch) to one of incarnation dst (epoch
+ * toward the sender: ack_epoch). */
+static inline uint32_t udp_pair_tag(uint64_t src, uint64_t dst, uint32_t epoch,
+                                    uint32_t ack_epoch)
+{
+	uint64_t h = src * 0x9e3779b97f4a7c15ull;
+
+	h = (h ^ (h >> 29) ^ dst) * 0xbf58476d1ce4e5b9ull;
+	h = (h ^ (h >> 31) ^ ((uint64_t)epoch << 32 | ack_epoch)) * 0x94d049bb133111ebull;
+	return (uint32_t)(h ^ (h >> 32));
+}
 
 /* FI_EP_DGRAM endpoints (dgram.c) carry no link: each message is one
  * datagram, this header and the payload, sent once.  A datagram whose

@@ -62,7 +62,7 @@ extern struct fi_provider udp_prov;
  * cut into several datagrams (UDP_SEGMENT), its reads that held several
  * it joined (UDP_GRO), and the payloads it read straight into place. */
 struct udp_link_counts {
-	uint64_t cut, joined, placed;
+	uint64_t cut, joined, placed, shorts;
 };
 void udp_link_counts(const struct lm_link *link, struct udp_link_counts *c);
 extern const struct fi_provider *udp_log_prov;
@@ -108,8 +108,9 @@ int udp_wire_check(const void *buf, size_t len, size_t hdr_size, size_t max_payl
 uint32_t udp_crc32c(uint32_t crc, const void *data, size_t len);
 /* The same of len bytes at src, copied to dst on the way. */
 uint32_t udp_crc32c_copy(uint32_t crc, void *dst, const void *src, size_t len);
-/* Fill in the checks (udp_wire.body and check) of the datagram of len
- * bytes at buf, as its sender does: for tests and the fuzz target. */
+/* Fill in the checks (udp_wire.body and check, or udp_short.check) of the
+ * datagram of len bytes at buf, as its sender does: for tests and the
+ * fuzz target.  Shorter than its header, it is left as it is. */
 void udp_wire_seal_buf(void *buf, size_t len);
 
 #endif
