@@ -64,9 +64,12 @@ static void kept_fire(struct udp_kept *k, uint64_t now)
 	    now < k->due_us ||
 	    !atomic_compare_exchange_strong(&k->state, &held, UDP_KEPT_SENDING))
 		return;
-	for (unsigned i = 0; i < k->n; i++)
+	for (unsigned i = 0; i < k->n; i++) {
+		/* Summed here: most holds are released unsent. */
+		udp_wire_seal_buf(&k->ack[i].w, sizeof(k->ack[i].w));
 		sendto(k->sock, &k->ack[i].w, sizeof(k->ack[i].w), MSG_DONTWAIT | MSG_NOSIGNAL,
 		       &k->ack[i].to.sa, lm_inet_len(k->ack[i].to.sa.sa_family));
+	}
 	k->fired++;
 	atomic_store_explicit(&k->state, UDP_KEPT_NONE, memory_order_release);
 }

@@ -110,6 +110,7 @@ struct udp_slot {
 	unsigned tries;
 	bool sacked; /* acknowledged selectively (kept: ack will pass it) */
 	bool fast;   /* sent again for a gap since its last timeout */
+	bool unsummed; /* its body's sum is left for a long send (short_ok) */
 	/* A lent payload (lm_link_pkt): its last lent_len bytes are there,
 	 * not in buf, until the packet is acknowledged or unlend copies them
 	 * (for lent_by, its owner). */
@@ -243,6 +244,7 @@ struct udp_link {
 	uint64_t n_short; /* packets sent in the short form */
 	/* recvmmsg's buffers. */
 	bool quiet; /* the last read found nothing (read_dgrams) */
+	int rdirty; /* rmsg[] whose name and control lengths a read changed */
 	struct mmsghdr rmsg[UDP_BATCH];
 	struct iovec riov[UDP_BATCH];
 	union lm_inet_addr rfrom[UDP_BATCH];
@@ -858,6 +860,10 @@ static void slot_seal(struct lm_link_peer *p, struct udp_slot *s)
 {
 	struct udp_wire *w = (struct udp_wire *)s->buf;
 
+	if (s->unsummed) {
+		w->body = body_sum(s->buf + sizeof(*w) + w->hdr_len, w->len);
+		s->unsummed = false;
+	}
 	ack_fill(p, w);
 	w->check = head_sum(s->buf, w->hdr_len);
 }
@@ -870,6 +876,12 @@ static unsigned slot_iov(const struct udp_slot *s, struct iovec *iov)
 		return 1;
 	iov[1] = (struct iovec){(void *)s->lent, s->lent_len};
 	return 2;
+}
+
+/* Whether a DATA packet of plen bytes to p may go short now. */
+static bool short_ok(const struct udp_link *l, const struct lm_link_peer *p, size_t plen)
+{
+	return l->shorts && plen <= UDP_SHORT_MAX && !p->anyone && p->rx_epoch && p->una > 1;
 }
 
 /* A datagram of the short form (udp_short) at most. */
@@ -888,8 +900,7 @@ static size_t short_build(struct udp_link *l, struct lm_link_peer *p, struct udp
 	uint8_t *at = out + sizeof(h);
 	unsigned words = 0;
 
-	if (!l->shorts || s->tries || s->lent || w->type != UDP_T_DATA ||
-	    w->len > UDP_SHORT_MAX || p->anyone || !p->rx_epoch || p->una == 1)
+	if (s->tries || s->lent || w->type != UDP_T_DATA || !short_ok(l, p, w->len))
 		return 0;
 	ack_fill(p, w);
 	h = (struct udp_short){.magic = UDP_MAGIC,
@@ -1162,7 +1173,15 @@ static ssize_t pkt_put(struct udp_link *l, struct lm_link_peer *p, uint8_t type,
 	at += hdr_len;
 	body = 0;
 	s->lent = NULL;
-	if (borrow) {
+	/* A packet that will likely go short is summed there, whole. */
+	s->unsummed = !borrow && !later && type == UDP_T_DATA && short_ok(l, p, plen);
+	if (s->unsummed) {
+		for (size_t i = 0; i < iov_count; i++) {
+			if (iov[i].iov_len)
+				memcpy(at, iov[i].iov_base, iov[i].iov_len);
+			at += iov[i].iov_len;
+		}
+	} else if (borrow) {
 		body = body_sum(iov[0].iov_base, plen);
 		s->lent = iov[0].iov_base;
 		s->lent_len = plen;
@@ -1814,6 +1833,8 @@ static int place_reads(struct udp_link *l, int want, uint64_t *now, bool *more)
 		l->rmsg[0].msg_hdr.msg_namelen = sizeof(union lm_inet_addr);
 		ssize_t r = recvmsg(l->sock, &l->rmsg[0].msg_hdr, MSG_DONTWAIT);
 
+		l->rdirty = LM_MAX(l->rdirty, 1);
+
 		if (r < 0) {
 			got = -1;
 			break;
@@ -1961,8 +1982,7 @@ static bool acks_hold(struct udp_link *l, uint64_t now)
 		k->ack[n].to = p->addr;
 		wire_head(l, p, &k->ack[n].w, UDP_T_ACK);
 		p->owed = owed; /* still ours to send, unless a packet carries it */
-		wire_seal(&k->ack[n].w);
-		n++;
+		n++; /* sealed by the keeper, if it sends it */
 	}
 	k->n = n;
 	k->sock = l->sock;
@@ -1995,17 +2015,20 @@ static int read_dgrams(struct udp_link *l, int want)
 		l->rmsg[0].msg_len = (unsigned)n;
 		l->rmsg[0].msg_hdr.msg_namelen = alen;
 		l->rmsg[0].msg_hdr.msg_flags = (size_t)n > l->riov[0].iov_len ? MSG_TRUNC : 0;
+		l->rdirty = LM_MAX(l->rdirty, 1);
 		l->quiet = false;
 		return 1;
 	}
-	for (int i = 0; i < want; i++) {
+	for (int i = 0; i < l->rdirty; i++) {
 		l->rmsg[i].msg_hdr.msg_namelen = sizeof(union lm_inet_addr);
 		if (l->gro)
 			l->rmsg[i].msg_hdr.msg_controllen = sizeof(l->rctl[i]);
 	}
+	l->rdirty = 0;
 	if (l->quiet) { /* recvmsg: the joined size comes as a control message */
 		ssize_t n = recvmsg(l->sock, &l->rmsg[0].msg_hdr, MSG_DONTWAIT);
 
+		l->rdirty = 1;
 		if (n < 0)
 			return -1;
 		l->rmsg[0].msg_len = (unsigned)n;
@@ -2013,6 +2036,7 @@ static int read_dgrams(struct udp_link *l, int want)
 		return 1;
 	}
 	got = recvmmsg(l->sock, l->rmsg, (unsigned)want, MSG_DONTWAIT, NULL);
+	l->rdirty = got > 0 ? got : 0;
 	l->quiet = got <= 0;
 	return got;
 }
@@ -2390,6 +2414,7 @@ static int link_open(int family, void *ctx, const struct lm_link_attr *attr,
 		ret = -FI_ENOMEM;
 		goto err;
 	}
+	l->rdirty = UDP_BATCH;
 	for (int i = 0; i < UDP_BATCH; i++) {
 		l->riov[i] = (struct iovec){l->rbuf + (size_t)i * stride,
 		                            l->gro ? UDP_GRO_BUF : l->dgram_max};

@@ -70,7 +70,8 @@ extern const struct fi_provider *udp_log_prov;
 struct fi_provider *udp_prov_init(void);
 
 /* Acknowledgements a link holds for the application's next call, ready
- * to go (keeper.c).  The link writes ack[] and n while state is NONE. */
+ * to go but for their checks, which the keeper fills in if it sends them
+ * (keeper.c).  The link writes ack[] and n while state is NONE. */
 #define UDP_KEPT_MAX 4 /* peers a poll's hold covers; more go at once */
 enum { UDP_KEPT_NONE, UDP_KEPT_HELD, UDP_KEPT_SENDING };
 struct udp_kept {
