@@ -495,7 +495,6 @@ void lm_rdm_tx_hold(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx, uint64_t mark)
 {
 	tx->mark = mark;
 	tx->state = LM_TX_HELD;
-	tx->start_ms = lm_now_ms();
 	ep->tx_held++;
 	lm_list_push_back(&ep->tx_wait, &tx->node);
 	lm_rdm_busy(ep);
@@ -544,7 +543,6 @@ static void tx_sent(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
 		return;
 	}
 	tx->state = LM_TX_WAIT;
-	tx->start_ms = lm_now_ms();
 	lm_list_push_back(&ep->tx_wait, &tx->node);
 	lm_rdm_busy(ep);
 }
@@ -591,7 +589,6 @@ ssize_t lm_rdm_tx_start(struct lm_rdm_ep *ep, struct lm_rdm_tx *tx)
 {
 	ssize_t ret;
 
-	tx->start_ms = lm_now_ms();
 	if (tx->op == LM_OP_WRITE)
 		tx->state = LM_TX_STREAM;
 	lm_list_push_back(&ep->tx_queue, &tx->node);
@@ -827,7 +824,7 @@ static void peer_reset_now(struct lm_rdm_ep *ep, struct lm_rdm_peer *p)
 static void check_peers(struct lm_rdm_ep *ep)
 {
 	struct lm_list *it, *tmp;
-	uint64_t now = lm_now_ms();
+	uint64_t now = lm_now_coarse_ms();
 
 	if (now - ep->last_check_ms < LIVENESS_MS)
 		return;

@@ -416,7 +416,6 @@ struct lm_rdm_tx {
 	size_t done;           /* bytes sent (STREAM) or received (READ_RESP) */
 	struct lm_rdm_hdr hdr; /* the first packet, kept for retries */
 	uint64_t rreq;         /* STREAM: the receiver's handle */
-	uint64_t start_ms;     /* for liveness checks */
 	uint64_t mark;         /* LM_TX_HELD: the link's mark to wait for */
 	void *result;          /* fetching atomics: where old values go */
 	size_t result_len;
@@ -513,7 +512,6 @@ struct lm_rdm_rndv {
 	size_t got;            /* DATA bytes received */
 	size_t off, place_len; /* multi-receive placement */
 	uint64_t extra_flags;
-	uint64_t start_ms;
 	uint64_t key;             /* WRITE: the region written (FI_RMA_EVENT counters) */
 	struct lm_rdm_rts remote; /* split: the sender's buffer, for fallback */
 };

@@ -189,7 +189,6 @@ static void rndv_setup(struct lm_rdm_ep *ep, struct lm_rdm_rndv *r,
 	r->data = a->data;
 	r->hflags = a->hflags;
 	r->got = 0;
-	r->start_ms = lm_now_ms();
 	r->iov_count = lm_rdm_rx_place(ep, rx, a->size, r->iov, &released);
 	r->cap = LM_MIN(a->size, lm_iov_len(r->iov, r->iov_count));
 	r->off = rx->e.last_off;
@@ -360,7 +359,6 @@ bool lm_rdm_rndv_write(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer,
 		memcpy(r->iov, iov, iov_count * sizeof(*iov));
 	r->iov_count = iov_count;
 	r->cap = h->size;
-	r->start_ms = lm_now_ms();
 	if (rts)
 		rndv_bulk(ep, r, rts, h->flags);
 	else

@@ -363,6 +363,10 @@ int lm_fid_trywait(struct fid *fid);
 int lm_timeout_left(int timeout_ms, uint64_t start_ms);
 uint64_t lm_now_ms(void);
 uint64_t lm_now_us(void);
+/* The coarse clock (a few ms a tick, read in a few ns, behind lm_now_ms
+ * by up to a tick): for a check that runs often and compares only with
+ * its own readings. */
+uint64_t lm_now_coarse_ms(void);
 
 /* ---- the objects, one header each ----------------------------------------- */
 #include "cq.h"	      /* CQs, counters, poll sets */

@@ -1243,24 +1243,36 @@ static ssize_t send_partial(struct tcp_link *l, struct lm_link_peer *p,
 	return (ssize_t)k + 1;
 }
 
-/* Write pkts[0..count) to p with one sendmsg: how many were taken (a
- * packet written in part is finished from c->out before anything else),
- * -FI_EAGAIN when none was, or an error. */
 /* The first bytes in a while that wait for the peer's acknowledgement
  * (none was waiting): the bytes read before them cannot bring it, nor can
  * the kernel have it yet, so delivered() asks the kernel only once more
- * has been read, or TCP_ACK_LOOK_US from now.  In a ping-pong the reply's
- * RCVD frame always comes first, and no send costs an ioctl. */
+ * has been read, or TCP_ACK_LOOK_US after it first looked (the clock is
+ * read there, not on the send's path: look_us 0).  In a ping-pong the
+ * reply's RCVD frame always comes first, and no send costs an ioctl. */
 static void held_start(struct lm_link_peer *p, const struct tcp_conn *c)
 {
 	p->look_rx = c->rx_count;
-	p->look_us = lm_now_us();
+	p->look_us = 0;
 }
+
+/* The pieces of a small batch, one after another at out. */
+static void gather(unsigned char *out, const struct iovec *v, size_t nv)
+{
+	for (size_t i = 0; i < nv; i++) {
+		if (v[i].iov_len) /* its base may be NULL */
+			memcpy(out, v[i].iov_base, v[i].iov_len);
+		out += v[i].iov_len;
+	}
+}
+
+/* Write pkts[0..count) to p with one sendmsg: how many were taken (a
+ * packet written in part is finished from c->out before anything else),
+ * -FI_EAGAIN when none was, or an error. */
 
 static ssize_t send_pkts(struct tcp_link *l, struct lm_link_peer *p,
                          const struct lm_link_pkt *pkts, size_t count)
 {
-	unsigned char gather[TCP_GATHER_MAX + sizeof(struct tcp_rcvd)];
+	unsigned char one[TCP_GATHER_MAX + sizeof(struct tcp_rcvd)];
 	struct tcp_conn *c = p->conn;
 	struct send_batch b;
 	bool gathered;
@@ -1283,7 +1295,7 @@ static ssize_t send_pkts(struct tcp_link *l, struct lm_link_peer *p,
 	ret = batch_add(&b, l, pkts, count);
 	if (ret)
 		return ret;
-	gathered = b.total <= sizeof(gather);
+	gathered = b.total <= sizeof(one);
 	ret = out_clear(l, c);
 	if (ret)
 		return ret;
@@ -1291,8 +1303,8 @@ static ssize_t send_pkts(struct tcp_link *l, struct lm_link_peer *p,
 		/* Small: one buffer.  The kernel takes a gathered write of a
 		 * few small pieces slower than one piece, by far more than
 		 * this copy costs (docs/PERFORMANCE.md, Findings). */
-		lm_copy_from_iov(gather, b.v, b.nv, 0, b.total);
-		n = send(c->fd, gather, b.total, MSG_NOSIGNAL | MSG_DONTWAIT);
+		gather(one, b.v, b.nv);
+		n = send(c->fd, one, b.total, MSG_NOSIGNAL | MSG_DONTWAIT);
 	} else {
 		n = sendmsg(c->fd, &(struct msghdr){.msg_iov = b.v, .msg_iovlen = b.nv},
 		            MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -1313,7 +1325,7 @@ static ssize_t send_pkts(struct tcp_link *l, struct lm_link_peer *p,
 		ev_set(l, c, true); /* say when it takes more */
 		return -FI_EAGAIN;
 	}
-	return send_partial(l, p, c, &b, gathered ? gather : NULL, (size_t)n);
+	return send_partial(l, p, c, &b, gathered ? one : NULL, (size_t)n);
 }
 
 static ssize_t tcp_link_send(struct lm_link *link, struct lm_link_peer *p,
@@ -1404,6 +1416,8 @@ static bool tcp_link_delivered(struct lm_link *link, struct lm_link_peer *p, uin
 	/* An acknowledgement mostly comes with the peer's bytes; one that
 	 * comes alone is looked for now and then, not at every poll. */
 	now = lm_now_us();
+	if (!p->look_us)
+		p->look_us = now;
 	if (c->rx_count == p->look_rx && now - p->look_us < TCP_ACK_LOOK_US)
 		return false;
 	p->look_rx = c->rx_count;
