@@ -345,6 +345,7 @@ static void remove_entry(struct lm_av *av, struct lm_av_entry *e)
 	struct lm_av_table *t = atomic_load_explicit(&av->table, memory_order_relaxed);
 
 	atomic_store_explicit(&t->slot[e->fi_addr], NULL, memory_order_release);
+	atomic_fetch_add_explicit(&av->removals, 1, memory_order_release);
 	lm_hmap_remove(&av->by_addr, &e->hnode);
 	if (av->ops->on_remove)
 		av->ops->on_remove(av, e->fi_addr, e->peer);

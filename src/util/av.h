@@ -65,6 +65,7 @@ struct lm_av {
 	size_t *free_idx; /* min-heap of removed indices below next_idx */
 	size_t free_cnt, free_cap;
 	size_t used;            /* live entries */
+	_Atomic uint64_t removals; /* addresses removed: what fi_addrs cached of it must ask */
 	struct lm_hmap by_addr; /* lm_hash_bytes(address) -> entry */
 	struct lm_bufpool pool; /* entries */
 	void *scratch;          /* one address, parsed from text */

@@ -59,6 +59,12 @@ struct dg_ep {
 	bool enabled;
 
 	struct lm_av *av;
+	/* The last sender src_of found in av, and av's removals then: a
+	 * stream from one peer looks its address up once. */
+	union lm_inet_addr src_from;
+	socklen_t src_len;
+	fi_addr_t src_addr;
+	uint64_t src_gen;
 	struct lm_cq *tx_cq, *rx_cq;
 	bool tx_selective, rx_selective;
 	struct lm_cntr *send_cntr, *recv_cntr;
@@ -207,10 +213,26 @@ static bool hdr_ok(struct dg_ep *ep, const struct udp_dg_hdr *h, ssize_t got)
 static fi_addr_t src_of(struct dg_ep *ep, const union lm_inet_addr *from, socklen_t len)
 {
 	union lm_inet_addr a;
+	uint64_t gen;
+	fi_addr_t src;
 
-	if (!(ep->caps & FI_SOURCE) || !ep->av || lm_inet_load(&a, from, len, ep->family))
+	if (!(ep->caps & FI_SOURCE) || !ep->av)
 		return FI_ADDR_NOTAVAIL;
-	return lm_av_reverse(ep->av, &a);
+	gen = atomic_load_explicit(&ep->av->removals, memory_order_acquire);
+	if (len == ep->src_len && gen == ep->src_gen && !memcmp(from, &ep->src_from, len))
+		return ep->src_addr;
+	if (lm_inet_load(&a, from, len, ep->family))
+		return FI_ADDR_NOTAVAIL;
+	src = lm_av_reverse(ep->av, &a);
+	/* Not a named AV's: what another process removed is seen only
+	 * when the lookup brings the segment up to date. */
+	if (src != FI_ADDR_NOTAVAIL && !ep->av->shm && len <= sizeof(ep->src_from)) {
+		memcpy(&ep->src_from, from, len);
+		ep->src_len = len;
+		ep->src_addr = src;
+		ep->src_gen = gen;
+	}
+	return src;
 }
 
 /* One datagram of fd, whole, into the bounce buffer (recvfrom: one
