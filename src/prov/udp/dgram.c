@@ -249,7 +249,10 @@ static int read_copy(struct dg_ep *ep, int fd, struct dg_rx *rx)
 
 	if (got < 0)
 		return errno == EINTR ? 0 : -1;
-	memcpy(&h, ep->bounce, LM_MIN((size_t)got, sizeof(h)));
+	if ((size_t)got >= sizeof(h))
+		memcpy(&h, ep->bounce, sizeof(h));
+	else
+		memset(&h, 0, sizeof(h)); /* hdr_ok refuses it for its length */
 	if (!hdr_ok(ep, &h, got))
 		return 0;
 	len = (size_t)got - sizeof(h);
@@ -462,7 +465,10 @@ static ssize_t dg_send(struct dg_ep *ep, const struct iovec *iov, size_t count,
 		unsigned char one[sizeof(h) + DG_COPY_MAX];
 
 		memcpy(one, &h, sizeof(h));
-		lm_copy_from_iov(one + sizeof(h), iov, count, 0, len);
+		if (count == 1 && len) /* a NULL base comes with len 0 */
+			memcpy(one + sizeof(h), iov[0].iov_base, len);
+		else
+			lm_copy_from_iov(one + sizeof(h), iov, count, 0, len);
 		got = sendto(ep->fd, one, sizeof(h) + len, MSG_DONTWAIT, to,
 		             lm_inet_len(ep->family));
 	} else {
