@@ -826,6 +826,73 @@ static void short_strays(void)
 	end_close(&b);
 }
 
+/* A pair that moved on without a word: a and b talk both ways (small
+ * packets go short), then b lets a go (peer_reset: a new epoch toward
+ * a, unannounced, as after a failure) and only a sends.  a's short
+ * packets name b's old epoch and are dropped; the first sent again goes
+ * long, and from then on a sends long until b's next packet tells it
+ * the pair as it is, so the stream costs a timeout, not one a packet.
+ * After b's packet, a's small packets go short again and arrive. */
+static void short_stale_pair(void)
+{
+	struct end a, b;
+	struct udp_link_counts c0, c1, c2;
+	uint64_t sa = 0, sb = 0, end;
+	const uint64_t n1 = 20, n2 = 520, n3 = 560;
+
+	if (end_open(&a, "a", NULL) || end_open(&b, "b", NULL)) {
+		CHECK(0);
+		return;
+	}
+	CHECK_INT(udp_link_ops.peer_open(a.link, &b.addr, &a.peer), 0);
+	CHECK_INT(udp_link_ops.peer_open(b.link, &a.addr, &b.peer), 0);
+	for (end = lm_now_ms() + WAIT_MS; (a.got < n1 || b.got < n1) && lm_now_ms() < end;) {
+		if (sa < n1 && !send_len(&a, sa, 64))
+			sa++;
+		if (sb < n1 && !send_len(&b, sb, 64))
+			sb++;
+		udp_link_ops.poll(a.link, 64);
+		udp_link_ops.poll(b.link, 64);
+	}
+	CHECK_INT(b.got, n1);
+	udp_link_counts(a.link, &c0);
+	CHECK(c0.shorts > 0);
+	udp_link_ops.peer_reset(b.link, b.peer);
+	for (end = lm_now_ms() + WAIT_MS; b.got < n2 && lm_now_ms() < end;) {
+		if (sa < n2 && !send_len(&a, sa, 64))
+			sa++;
+		udp_link_ops.poll(b.link, 64);
+		udp_link_ops.poll(a.link, 64);
+	}
+	CHECK_INT(b.got, n2);
+	CHECK_INT(b.bad, 0);
+	udp_link_counts(a.link, &c1);
+	fprintf(stderr, "a stale pair: %llu of %llu delivered, %llu sent again\n",
+	        (unsigned long long)(b.got - n1), (unsigned long long)(n2 - n1),
+	        (unsigned long long)(c1.resent - c0.resent));
+	CHECK(c1.resent - c0.resent <= 64); /* a window's worth, once */
+	/* b speaks: a learns b's epoch, and goes short again. */
+	for (end = lm_now_ms() + WAIT_MS; a.got < n1 + 1 && lm_now_ms() < end;) {
+		if (sb < n1 + 1 && !send_len(&b, sb, 64))
+			sb++;
+		udp_link_ops.poll(a.link, 64);
+		udp_link_ops.poll(b.link, 64);
+	}
+	CHECK_INT(a.got, n1 + 1);
+	for (end = lm_now_ms() + WAIT_MS; b.got < n3 && lm_now_ms() < end;) {
+		if (sa < n3 && !send_len(&a, sa, 64))
+			sa++;
+		udp_link_ops.poll(b.link, 64);
+		udp_link_ops.poll(a.link, 64);
+	}
+	CHECK_INT(b.got, n3);
+	CHECK_INT(a.bad + b.bad, 0);
+	udp_link_counts(a.link, &c2);
+	CHECK(c2.shorts - c1.shorts >= (n3 - n2) / 2);
+	end_close(&a);
+	end_close(&b);
+}
+
 /* udp_wire_check refuses what is malformed. */
 static void wire_checks(void)
 {
@@ -1120,6 +1187,7 @@ int main(void)
 	restart();
 	stray();
 	short_strays();
+	short_stale_pair();
 	meet(false);
 	meet(true);
 	meet_plain();

@@ -111,6 +111,7 @@ struct udp_slot {
 	bool sacked; /* acknowledged selectively (kept: ack will pass it) */
 	bool fast;   /* sent again for a gap since its last timeout */
 	bool unsummed; /* its body's sum is left for a long send (short_ok) */
+	bool was_short; /* its first send was in the short form */
 	/* A lent payload (lm_link_pkt): its last lent_len bytes are there,
 	 * not in buf, until the packet is acknowledged or unlend copies them
 	 * (for lent_by, its owner). */
@@ -147,6 +148,10 @@ struct lm_link_peer {
 	bool answered;    /* it answered a probe of ours */
 	bool owed_listed;
 	bool busy_listed; /* packets in flight, or one waits for socket room */
+	/* A packet first sent short had to go again: until the peer's next
+	 * packet, small ones go long (its pair may not be the one we know,
+	 * as when its epoch toward us moved on and it sends us nothing). */
+	bool shorts_off;
 	/* The handshake (MEET) of the current epoch: MEET_NONE, MEET_ASKED
 	 * (our HELLO went), MEET_DONE (a REPLY came, or we replied); whether
 	 * we asked (a REPLY answers only that); and the steps a full window
@@ -584,6 +589,7 @@ static int head_check(const uint8_t *buf, size_t have, size_t len, size_t hdr_si
 static int short_check(const uint8_t *buf, size_t len, size_t hdr_size, size_t max_payload)
 {
 	struct udp_short h;
+	uint32_t check;
 	size_t want;
 
 	if (len < sizeof(h))
@@ -598,9 +604,9 @@ static int short_check(const uint8_t *buf, size_t len, size_t hdr_size, size_t m
 	       h.len;
 	if (len != want)
 		return -FI_EPROTO;
+	check = h.check;
 	h.check = 0;
-	if (udp_crc32c(udp_crc32c(0, &h, sizeof(h)), buf + sizeof(h), len - sizeof(h)) !=
-	    ((const struct udp_short *)(const void *)buf)->check)
+	if (udp_crc32c(udp_crc32c(0, &h, sizeof(h)), buf + sizeof(h), len - sizeof(h)) != check)
 		return -FI_EIO;
 	return 0;
 }
@@ -881,7 +887,8 @@ static unsigned slot_iov(const struct udp_slot *s, struct iovec *iov)
 /* Whether a DATA packet of plen bytes to p may go short now. */
 static bool short_ok(const struct udp_link *l, const struct lm_link_peer *p, size_t plen)
 {
-	return l->shorts && plen <= UDP_SHORT_MAX && !p->anyone && p->rx_epoch && p->una > 1;
+	return l->shorts && plen <= UDP_SHORT_MAX && !p->anyone && p->rx_epoch && p->una > 1 &&
+	       !p->shorts_off;
 }
 
 /* A datagram of the short form (udp_short) at most. */
@@ -938,11 +945,14 @@ static ssize_t slot_send(struct udp_link *l, struct lm_link_peer *p, struct udp_
                          uint64_t now)
 {
 	uint64_t sb[UDP_SHORT_DGRAM / 8];
-	size_t slen = short_build(l, p, s, (uint8_t *)sb);
 	struct iovec iov[2];
 	unsigned n_iov = 1;
+	size_t slen;
 	ssize_t ret;
 
+	if (s->tries && s->was_short)
+		p->shorts_off = true;
+	slen = short_build(l, p, s, (uint8_t *)sb);
 	if (slen) {
 		iov[0] = (struct iovec){sb, slen};
 	} else {
@@ -957,6 +967,8 @@ static ssize_t slot_send(struct udp_link *l, struct lm_link_peer *p, struct udp_
 		return ret;
 	}
 	s->sent_us = now;
+	if (!s->tries)
+		s->was_short = slen != 0;
 	if (s->tries++)
 		l->n_resent++;
 	l->n_sent++;
@@ -1197,6 +1209,7 @@ static ssize_t pkt_put(struct udp_link *l, struct lm_link_peer *p, uint8_t type,
 	w->body = body;
 	s->len = len;
 	s->tries = 0;
+	s->was_short = false;
 	s->sacked = s->fast = false;
 	if (!p->first_tx_ms)
 		p->first_tx_ms = lm_now_ms();
@@ -1515,6 +1528,7 @@ static int on_data(struct udp_link *l, struct lm_link_peer *p, const uint8_t *bu
 	int n = 0;
 
 	owe(l, p);
+	p->shorts_off = false; /* its packet: we know its pair as it is now */
 	if (placed && seq != p->rx_next)
 		return 0;
 	if (seq < p->rx_next || seq >= p->rx_next + UDP_WINDOW) {
@@ -2504,7 +2518,8 @@ void udp_link_counts(const struct lm_link *link, struct udp_link_counts *c)
 	const struct udp_link *l = lm_container_of(link, const struct udp_link, link);
 
 	*c = (struct udp_link_counts){.cut = l->n_cut, .joined = l->n_joined,
-	                              .placed = l->n_placed, .shorts = l->n_short};
+	                              .placed = l->n_placed, .shorts = l->n_short,
+	                              .resent = l->n_resent};
 }
 
 static int udp_link_peer_open(struct lm_link *link, const void *addr,

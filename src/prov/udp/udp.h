@@ -62,7 +62,7 @@ extern struct fi_provider udp_prov;
  * cut into several datagrams (UDP_SEGMENT), its reads that held several
  * it joined (UDP_GRO), and the payloads it read straight into place. */
 struct udp_link_counts {
-	uint64_t cut, joined, placed, shorts;
+	uint64_t cut, joined, placed, shorts, resent;
 };
 void udp_link_counts(const struct lm_link *link, struct udp_link_counts *c);
 extern const struct fi_provider *udp_log_prov;
