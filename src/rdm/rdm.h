@@ -983,7 +983,9 @@ static inline struct lm_rdm_peer *lm_rdm_peer_by_fiaddr(struct lm_rdm_ep *ep,
 {
 	uint64_t idx;
 
-	if (ep->av && !ep->connected && !(addr & ep->rx_bits) &&
+	if (ep->connected) /* FI_EP_MSG: its one peer */
+		return ep->msg_peer;
+	if (ep->av && !(addr & ep->rx_bits) &&
 	    atomic_load_explicit(&ep->dom->av_gen, memory_order_relaxed) == ep->peer_gen) {
 		idx = addr & ep->av->idx_mask;
 		if (idx < ep->peer_vec_len && ep->peer_vec[idx] && addr != FI_ADDR_NOTAVAIL)
@@ -1086,6 +1088,8 @@ fi_addr_t lm_rdm_peer_fiaddr_slow(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer
  * again each time: the application may insert them later. */
 static inline fi_addr_t lm_rdm_peer_fiaddr(struct lm_rdm_ep *ep, struct lm_rdm_peer *peer)
 {
+	if (!ep->av) /* FI_EP_MSG, or no AV bound yet */
+		return FI_ADDR_NOTAVAIL;
 	if (peer->fi_addr != FI_ADDR_NOTAVAIL &&
 	    peer->fi_gen == atomic_load_explicit(&ep->dom->av_gen, memory_order_relaxed))
 		return peer->fi_addr;
