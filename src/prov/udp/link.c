@@ -584,6 +584,15 @@ static int head_check(const uint8_t *buf, size_t have, size_t len, size_t hdr_si
 	return 0;
 }
 
+/* The bits set in a byte (without the popcnt instruction in the build,
+ * __builtin_popcount is a library call). */
+static unsigned bits8(unsigned x)
+{
+	x = x - ((x >> 1) & 0x55);
+	x = (x & 0x33) + ((x >> 2) & 0x33);
+	return (x + (x >> 4)) & 0x0f;
+}
+
 /* The checks of a short packet (udp_short) of len bytes at buf, as
  * head_check's of the long form, and its sum. */
 static int short_check(const uint8_t *buf, size_t len, size_t hdr_size, size_t max_payload)
@@ -600,7 +609,7 @@ static int short_check(const uint8_t *buf, size_t len, size_t hdr_size, size_t m
 	if (hdr_size % 8 || hdr_size > 64 || (hdr_size < 64 && h.words >> (hdr_size / 8)) ||
 	    (h.flags & ~UDP_S_SACK) || h.len > max_payload || h.len > UDP_SHORT_MAX)
 		return -FI_EPROTO;
-	want = sizeof(h) + (h.flags & UDP_S_SACK ? 8 : 0) + 8 * (size_t)__builtin_popcount(h.words) +
+	want = sizeof(h) + (h.flags & UDP_S_SACK ? 8 : 0) + 8 * (size_t)bits8(h.words) +
 	       h.len;
 	if (len != want)
 		return -FI_EPROTO;
@@ -1519,6 +1528,8 @@ static int deliver(struct udp_link *l, struct lm_link_peer *p, const uint8_t *bu
 	return 1;
 }
 
+static int held_deliver(struct udp_link *l, struct lm_link_peer *p);
+
 /* A DATA packet of p's current epoch (its payload placed: buf holds the
  * headers alone, and only the next in order is taken).  Returns packets
  * handed up. */
@@ -1548,8 +1559,17 @@ static int on_data(struct udp_link *l, struct lm_link_peer *p, const uint8_t *bu
 	}
 	p->rx_next++;
 	n += deliver(l, p, buf, placed);
-	/* The engine may have sent from inside deliver, and p's epoch moved
-	 * on only through our own calls: held packets stay valid. */
+	return n + held_deliver(l, p);
+}
+
+/* p's packets held ahead of a gap that its last packet in order closed,
+ * handed up in order.  The engine may have sent from inside deliver, and
+ * p's epoch moved on only through our own calls: held packets stay
+ * valid. */
+static int held_deliver(struct udp_link *l, struct lm_link_peer *p)
+{
+	int n = 0;
+
 	while (p->n_held) {
 		struct udp_held *h = &p->held[p->rx_next % UDP_WINDOW];
 		uint8_t *b = h->buf;
@@ -1678,7 +1698,6 @@ static int on_short(struct udp_link *l, const uint8_t *buf, const union lm_inet_
 		memcpy(&w.sack, at, 8);
 		at += 8;
 	}
-	memcpy(out, &w, sizeof(w));
 	for (size_t i = 0; i < l->hdr_size / 8; i++) {
 		uint64_t v = 0;
 
@@ -1688,6 +1707,21 @@ static int on_short(struct udp_link *l, const uint8_t *buf, const union lm_inet_
 		}
 		memcpy(eh + 8 * i, &v, 8);
 	}
+	if (w.seq == p->rx_next && !l->closing) {
+		/* The next in order, as on_checked and on_data would take it
+		 * (the pair matched: ours, its epoch, no flags), its payload
+		 * handed up where it was read. */
+		p->live_ms = now / 1000;
+		p->probing_ms = 0;
+		on_ack(l, p, &w, now);
+		owe(l, p);
+		p->shorts_off = false;
+		p->rx_next++;
+		l->up_bytes += h.len;
+		l->recv(l->arg, &p->addr, eh, at, h.len);
+		return 1 + held_deliver(l, p);
+	}
+	memcpy(out, &w, sizeof(w));
 	memcpy(eh + l->hdr_size, at, h.len);
 	return on_checked(l, out, sizeof(w) + l->hdr_size + h.len, from, now, false);
 }
