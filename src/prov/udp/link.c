@@ -1182,12 +1182,18 @@ static ssize_t pkt_put(struct udp_link *l, struct lm_link_peer *p, uint8_t type,
 	if (s->cap < keep && slot_fit(l, s, keep))
 		return -FI_EAGAIN;
 	w = (struct udp_wire *)s->buf;
-	wire_head(l, p, w, type);
-	w->flags = (uint8_t)flags;
-	w->hdr_len = (uint8_t)hdr_len;
-	w->len = (uint16_t)plen;
-	w->epoch = p->epoch;
-	w->seq = p->next++;
+	/* Its acknowledgement is filled in at each send (slot_seal,
+	 * short_build). */
+	*w = (struct udp_wire){.magic = UDP_MAGIC,
+	                       .version = UDP_PROTO_VERSION,
+	                       .type = type,
+	                       .flags = (uint8_t)flags,
+	                       .hdr_len = (uint8_t)hdr_len,
+	                       .len = (uint16_t)plen,
+	                       .src_inc = l->inc,
+	                       .dst_inc = p->anyone ? 0 : p->inc,
+	                       .epoch = p->epoch,
+	                       .seq = p->next++};
 	at = s->buf + sizeof(*w);
 	if (hdr_len) /* a MEET has none (hdr NULL) */
 		memcpy(at, hdr, hdr_len);
