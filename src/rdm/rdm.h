@@ -1058,19 +1058,10 @@ static inline struct lm_rdm_peer *lm_rdm_peer_of_src(struct lm_rdm_ep *ep,
                                                      const void *src_addr)
 {
 	struct lm_rdm_peer *p = ep->last_src;
-	size_t len = ep->dom->link_ops->addrlen;
-	uint64_t x[2], y[2], gen;
+	uint64_t gen;
 
-	/* An address of two words compares as two words; any other length
-	 * byte by byte. */
-	if (p && len == sizeof(x)) {
-		memcpy(x, p->addr, sizeof(x));
-		memcpy(y, src_addr, sizeof(y));
-		if ((x[0] ^ y[0]) | (x[1] ^ y[1]))
-			p = NULL;
-	} else if (p && memcmp(p->addr, src_addr, len)) {
+	if (p && !lm_bytes_same(p->addr, src_addr, ep->dom->link_ops->addrlen))
 		p = NULL;
-	}
 	if (__builtin_expect(!p, 0)) {
 		p = lm_rdm_peer_by_addr(ep, src_addr);
 		if (!p)

@@ -5,8 +5,10 @@
 #ifndef LOOM_UTIL_HASH_H
 #define LOOM_UTIL_HASH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 struct lm_hnode {
 	struct lm_hnode *next;
@@ -34,6 +36,20 @@ struct lm_hnode *lm_hmap_find_next(const struct lm_hnode *n);
 /* 64-bit hash of a byte string, for this process's maps (not stable
  * across builds: lm_fnv1a is). */
 uint64_t lm_hash_bytes(const void *data, size_t len);
+
+/* Whether len bytes at a and b are the same: an address of two words (an
+ * IPv4 socket address) compares as two words, inline, for the per-packet
+ * lookups of a last sender; any other length byte by byte. */
+static inline bool lm_bytes_same(const void *a, const void *b, size_t len)
+{
+	uint64_t x[2], y[2];
+
+	if (len != sizeof(x))
+		return !memcmp(a, b, len);
+	memcpy(x, a, sizeof(x));
+	memcpy(y, b, sizeof(y));
+	return !((x[0] ^ y[0]) | (x[1] ^ y[1]));
+}
 
 /* 64-bit FNV-1a, whose parameters are its definition: h (LM_FNV1A_BASIS
  * to begin) carried on over len bytes of data.  Stable across builds and

@@ -1268,7 +1268,6 @@ static void gather(unsigned char *out, const struct iovec *v, size_t nv)
 /* Write pkts[0..count) to p with one sendmsg: how many were taken (a
  * packet written in part is finished from c->out before anything else),
  * -FI_EAGAIN when none was, or an error. */
-
 static ssize_t send_pkts(struct tcp_link *l, struct lm_link_peer *p,
                          const struct lm_link_pkt *pkts, size_t count)
 {

@@ -209,19 +209,6 @@ static bool hdr_ok(struct dg_ep *ep, const struct udp_dg_hdr *h, ssize_t got)
 	return true;
 }
 
-/* Whether the len bytes of two socket addresses are the same (an IPv4
- * one, 16 bytes, as two words). */
-static bool addr_same(const void *a, const void *b, socklen_t len)
-{
-	uint64_t x[2], y[2];
-
-	if (len != sizeof(x))
-		return !memcmp(a, b, len);
-	memcpy(x, a, sizeof(x));
-	memcpy(y, b, sizeof(y));
-	return !((x[0] ^ y[0]) | (x[1] ^ y[1]));
-}
-
 /* The sender's fi_addr for the completion (FI_SOURCE), else none. */
 static fi_addr_t src_of(struct dg_ep *ep, const union lm_inet_addr *from, socklen_t len)
 {
@@ -232,7 +219,7 @@ static fi_addr_t src_of(struct dg_ep *ep, const union lm_inet_addr *from, sockle
 	if (!(ep->caps & FI_SOURCE) || !ep->av)
 		return FI_ADDR_NOTAVAIL;
 	gen = atomic_load_explicit(&ep->av->removals, memory_order_acquire);
-	if (len == ep->src_len && gen == ep->src_gen && addr_same(from, &ep->src_from, len))
+	if (len == ep->src_len && gen == ep->src_gen && lm_bytes_same(from, &ep->src_from, len))
 		return ep->src_addr;
 	if (lm_inet_load(&a, from, len, ep->family))
 		return FI_ADDR_NOTAVAIL;
